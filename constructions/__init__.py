@@ -1,0 +1,1 @@
+"""The paper's explicit constructions as weights (imports theory/, never experiments/)."""

@@ -1,0 +1,56 @@
+"""Hypothesis strategies shared by every property test.
+
+Each strategy's docstring states the restriction of its domain. Draws that need randomness beyond hypothesis
+(unit vectors, orthonormal frames) are built from a drawn integer seed through ``numpy.random.default_rng`` so
+that failures shrink to a reproducible seed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+seeds = st.integers(min_value=0, max_value=2**32 - 1)
+"""Seeds for ``numpy.random.default_rng``."""
+
+
+def dimensions(min_value: int = 2, max_value: int = 64) -> st.SearchStrategy[int]:
+    """Ambient dimensions d in [min_value, max_value] (default 2..64, small enough for dense linear algebra)."""
+    return st.integers(min_value=min_value, max_value=max_value)
+
+
+@st.composite
+def dimension_and_rank(draw: st.DrawFn, min_d: int = 2, max_d: int = 64) -> tuple[int, int]:
+    """Pairs (d, r) with 1 <= r <= d."""
+    d = draw(dimensions(min_d, max_d))
+    r = draw(st.integers(min_value=1, max_value=d))
+    return d, r
+
+
+def head_counts(max_value: int = 4096) -> st.SearchStrategy[int]:
+    """Head counts H in [1, max_value]."""
+    return st.integers(min_value=1, max_value=max_value)
+
+
+def temperatures(min_value: float = 0.1, max_value: float = 1e4) -> st.SearchStrategy[float]:
+    """Finite softmax inverse temperatures, log-uniform-ish in [min_value, max_value]."""
+    return st.floats(min_value=np.log(min_value), max_value=np.log(max_value)).map(lambda t: float(np.exp(t)))
+
+
+@st.composite
+def unit_vectors(draw: st.DrawFn, d: int) -> np.ndarray:
+    """A uniform random unit vector in R^d (shape (d,)), built from a drawn seed."""
+    rng = np.random.default_rng(draw(seeds))
+    v = rng.standard_normal(d)
+    return v / np.linalg.norm(v)
+
+
+@st.composite
+def orthonormal_frames(draw: st.DrawFn, n: int, d: int) -> np.ndarray:
+    """n <= d orthonormal rows in R^d (shape (n, d)), the first n rows of a Haar-random orthogonal matrix."""
+    if n > d:
+        raise ValueError(f"orthonormal_frames needs n <= d, got n={n}, d={d}")
+    rng = np.random.default_rng(draw(seeds))
+    q, r = np.linalg.qr(rng.standard_normal((d, d)))
+    q = q * np.sign(np.diag(r))
+    return q[:, :n].T.copy()
