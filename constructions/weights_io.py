@@ -123,14 +123,15 @@ def _expected_shapes(metadata: Mapping[str, Any], names: set[str]) -> dict[str, 
     d, r = int(metadata["d"]), int(metadata["r"])
     if layout == "single-layer":
         h = int(metadata["H"])
-        shapes = {"Q": (h, r, d), "K": (h, r, d), "V": (h, d, d)}
+        shapes: dict[str, tuple[int, ...]] = {"Q": (h, r, d), "K": (h, r, d), "V": (h, d, d)}
         if "score_bias" in names:
             if "N" not in metadata:
                 raise WeightFileError("score_bias needs the metadata key N (the context length)")
             shapes["score_bias"] = (h, int(metadata["N"]))
         return shapes
     p, n, layers = int(metadata["p"]), int(metadata["N"]), int(metadata["L"])
-    heads = metadata["H"] if isinstance(metadata["H"], list) else [int(metadata["H"])] * layers
+    raw_heads = metadata["H"]
+    heads = [int(h) for h in raw_heads] if isinstance(raw_heads, list) else [int(raw_heads)] * layers
     if len(heads) != layers:
         raise WeightFileError(f"metadata H lists {len(heads)} head counts but L = {layers}")
     width = d + p
@@ -150,7 +151,9 @@ def _validate(tensors: Mapping[str, np.ndarray], metadata: Mapping[str, Any], pa
     if missing:
         raise WeightFileError(f"{path}: metadata is missing {', '.join(missing)}")
     if str(metadata["version"]) != FORMAT_VERSION:
-        raise WeightFileError(f"{path}: format version {metadata['version']!r} is not supported (expected {FORMAT_VERSION})")
+        raise WeightFileError(
+            f"{path}: format version {metadata['version']!r} is not supported (expected {FORMAT_VERSION})"
+        )
     if layout == "multi-layer" and metadata["update"] not in UPDATE_MODES:
         raise WeightFileError(f"{path}: metadata update must be one of {UPDATE_MODES}, got {metadata['update']!r}")
     temperature = float(metadata["temperature"])

@@ -33,11 +33,17 @@ class ClaimResult:
     failure: str = ""
 
 
-def run_checks(*, full: bool, report_dir: Path, extra_pytest_args: list[str] | None = None) -> list[ClaimResult]:
+def run_checks(
+    *,
+    full: bool,
+    report_dir: Path,
+    extra_pytest_args: list[str] | None = None,
+    checks_dir: Path = PAPER_CHECKS_DIR,
+) -> list[ClaimResult]:
     """Run `pytest paper_checks/` (without `slow` checks unless ``full``) and return one result per check."""
-    if not PAPER_CHECKS_DIR.is_dir():
+    if not checks_dir.is_dir():
         raise FileNotFoundError(
-            f"paper checks not found at {PAPER_CHECKS_DIR}; run attnrank check from a source checkout "
+            f"paper checks not found at {checks_dir}; run attnrank check from a source checkout "
             '(pip install -e ".[dev]")'
         )
     report_dir.mkdir(parents=True, exist_ok=True)
@@ -51,7 +57,7 @@ def run_checks(*, full: bool, report_dir: Path, extra_pytest_args: list[str] | N
             sys.executable,
             "-m",
             "pytest",
-            str(PAPER_CHECKS_DIR),
+            str(checks_dir),
             "-m",
             "" if full else "not slow",
             "-q",
@@ -59,7 +65,7 @@ def run_checks(*, full: bool, report_dir: Path, extra_pytest_args: list[str] | N
             "no:cacheprovider",
             *(extra_pytest_args or []),
         ]
-        subprocess.run(command, cwd=REPO_ROOT, env=env, check=False)
+        subprocess.run(command, cwd=checks_dir.parent, env=env, check=False)
         if not rows_path.exists():
             raise RuntimeError("the paper checks produced no results (pytest failed before running any check)")
         rows = [json.loads(line) for line in rows_path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -95,9 +101,7 @@ def format_table(results: list[ClaimResult], *, mode: str, wall_seconds: float) 
     ]
     for r in sorted(results, key=lambda r: (r.module, r.claim)):
         status = {"passed": "PASS", "failed": "FAIL", "skipped": "skip"}.get(r.status, r.status)
-        lines.append(
-            f"| {_cell(r.claim)} | {status} | {_cell(r.measured)} | {_cell(r.reference)} | {r.seconds:.2f} |"
-        )
+        lines.append(f"| {_cell(r.claim)} | {status} | {_cell(r.measured)} | {_cell(r.reference)} | {r.seconds:.2f} |")
     failures = [r for r in results if r.status == "failed"]
     if failures:
         lines += ["", "## Failures", ""]

@@ -1,8 +1,8 @@
 """The `attnrank` command line.
 
-Subcommands live one per module in `experiments/commands/` and are discovered here. Bad input (a ValueError or a
-missing file, raised by the validating library functions) becomes one line on stderr and exit status 2, never a
-traceback; argparse's own usage errors also exit with 2.
+Subcommands live one per module in `experiments/commands/` and are discovered here. Bad input (a ValueError,
+or an OSError such as a missing file, raised by the validating library functions) becomes one line on stderr and
+exit status 2, never a traceback; argparse's own usage errors also exit with 2.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         status = args.handler(args)
-    except (ValueError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        message = str(exc) if not isinstance(exc, OSError) or not exc.filename else f"{exc.strerror}: {exc.filename}"
+    except (ValueError, OSError) as exc:
+        message = f"{exc.strerror}: {exc.filename}" if isinstance(exc, OSError) and exc.filename else str(exc)
         print(f"attnrank {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -66,8 +66,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     record["seconds"] += report.duration
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         record["status"] = "passed" if report.outcome == "passed" else report.outcome
-        if report.outcome == "failed" and report.longreprtext:
-            record["failure"] = report.longreprtext.strip().splitlines()[-1][:300]
+        if report.outcome == "failed":
+            crash = getattr(report.longrepr, "reprcrash", None)
+            text = crash.message if crash is not None else report.longreprtext.strip()
+            record["failure"] = " ".join(text.split())[:300]
     for key, value in report.user_properties:
         if key in ("measured", "reference"):
             record[key] = value

@@ -54,3 +54,17 @@ def orthonormal_frames(draw: st.DrawFn, n: int, d: int) -> np.ndarray:
     q, r = np.linalg.qr(rng.standard_normal((d, d)))
     q = q * np.sign(np.diag(r))
     return q[:, :n].T.copy()
+
+
+@st.composite
+def attention_shapes(
+    draw: st.DrawFn, max_n: int = 6, max_heads: int = 4, max_d: int = 8, max_tokens: int = 6
+) -> tuple[int, int, int, int, int, int]:
+    """Small attention problem sizes (n, H, r, d, N, d_out): 1 <= n, H, N, d_out; 1 <= r <= d; 2 <= d <= max_d."""
+    n = draw(st.integers(min_value=1, max_value=max_n))
+    heads = draw(st.integers(min_value=1, max_value=max_heads))
+    d = draw(st.integers(min_value=2, max_value=max_d))
+    r = draw(st.integers(min_value=1, max_value=d))
+    tokens = draw(st.integers(min_value=1, max_value=max_tokens))
+    d_out = draw(st.integers(min_value=1, max_value=max_d))
+    return n, heads, r, d, tokens, d_out

@@ -40,10 +40,12 @@ def check_real(
 ) -> float:
     """Validate a real scalar: finite (or +inf when ``allow_inf``) and inside the given range."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a real number{_range_text(minimum, maximum, strict_minimum, strict_maximum)}, got {value!r}")
+        allowed = _range_text(minimum, maximum, strict_minimum, strict_maximum)
+        raise ValueError(f"{name} must be a real number{allowed}, got {value!r}")
     value = float(value)
     if math.isnan(value) or (math.isinf(value) and not (allow_inf and value > 0)):
-        raise ValueError(f"{name} must be a finite number{_range_text(minimum, maximum, strict_minimum, strict_maximum)}, got {value}")
+        allowed = _range_text(minimum, maximum, strict_minimum, strict_maximum)
+        raise ValueError(f"{name} must be a finite number{allowed}, got {value}")
     too_low = minimum is not None and (value <= minimum if strict_minimum else value < minimum)
     too_high = maximum is not None and (value >= maximum if strict_maximum else value > maximum)
     if too_low or too_high:
@@ -94,7 +96,7 @@ def check_array(
     if ndim is not None and array.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {array.shape}")
     if shape is not None:
-        if array.ndim != len(shape) or any(s is not None and s != a for s, a in zip(shape, array.shape)):
+        if array.ndim != len(shape) or any(s is not None and s != a for s, a in zip(shape, array.shape, strict=True)):
             expected = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
             raise ValueError(f"{name} must have shape {expected}, got {array.shape}")
     if finite and not np.all(np.isfinite(array)):
@@ -112,7 +114,9 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
 def check_generator(rng: Any, *, name: str = "rng") -> np.random.Generator:
     """Library randomness always comes from an explicit ``numpy.random.Generator``."""
     if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"{name} must be a numpy.random.Generator (e.g. numpy.random.default_rng(0)), got {type(rng).__name__}")
+        raise ValueError(
+            f"{name} must be a numpy.random.Generator (e.g. numpy.random.default_rng(0)), got {type(rng).__name__}"
+        )
     return rng
 
 
@@ -122,7 +126,11 @@ def _range_text(
     low = ">" if strict_minimum else ">="
     high = "<" if strict_maximum else "<="
     if minimum is not None and maximum is not None:
-        return f" in [{minimum}, {maximum}]" if not (strict_minimum or strict_maximum) else f" with {minimum} {'<' if strict_minimum else '<='} value {high} {maximum}"
+        return (
+            f" in [{minimum}, {maximum}]"
+            if not (strict_minimum or strict_maximum)
+            else f" with {minimum} {'<' if strict_minimum else '<='} value {high} {maximum}"
+        )
     if minimum is not None:
         return f" {low} {minimum}"
     if maximum is not None:
