@@ -19,7 +19,7 @@ def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int
     """Validate an integer parameter (bools and non-integral floats are refused)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, numbers.Real) and not isinstance(value, bool) and float(value).is_integer():
-            value = int(value)
+            value = int(float(value))
         else:
             raise ValueError(f"{name} must be an integer{_range_text(minimum, maximum)}, got {value!r}")
     value = int(value)
