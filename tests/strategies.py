@@ -68,3 +68,16 @@ def attention_shapes(
     tokens = draw(st.integers(min_value=1, max_value=max_tokens))
     d_out = draw(st.integers(min_value=1, max_value=max_d))
     return n, heads, r, d, tokens, d_out
+
+
+@st.composite
+def huge_head_counts(draw: st.DrawFn, max_log10: int = 300) -> int:
+    """Head counts H = m * 10^e with 1 <= m <= 999 and 0 <= e <= max_log10 (exact Python ints, up to ~1e303)."""
+    mantissa = draw(st.integers(min_value=1, max_value=999))
+    exponent = draw(st.integers(min_value=0, max_value=max_log10))
+    return mantissa * 10**exponent
+
+
+def target_errors(min_value: float = 0.02, max_value: float = 0.5) -> st.SearchStrategy[float]:
+    """Target errors eps in [min_value, max_value] (default 0.02..0.5: min_heads stays below ~1e100 heads for d <= 64)."""
+    return st.floats(min_value=min_value, max_value=max_value, allow_nan=False, allow_infinity=False)
