@@ -1,0 +1,401 @@
+"""Multi-head attention whose head count H and query/key rank r are independent, vectorised across heads.
+
+PAPER.md sections 1 and 6. One module holds all H heads of a layer. Head h has a query map W_q^h and a key map
+W_k^h in R^{r x d} (rows of ``in_proj_weight``) with optional biases. For queries z_j (rows of ``x_query``) and
+context tokens x_i (rows of ``x_context``) its scores are
+
+    s[h, j, i] = temperature * (score_scale * <W_q^h z_j + b_q^h, W_k^h x_i + b_k^h> + score_bias[h, i]),
+
+with ``score_scale = 1 / sqrt(r)`` by default (as in ``torch.nn.MultiheadAttention``; pass ``score_scale=1.0`` for the
+theory's unscaled scores) and ``score_bias`` an optional (H, N) forward argument (zero by default). The weights are
+w[h, j, :] = softmax_i(s[h, j, :]) ("softmax") or the one-hot argmax with exact ties split evenly ("hardmax", the
+temperature -> infinity limit; see `hardmax`). An optional causal mask lets query j see only keys i <= j.
+
+Two value/output maps:
+
+``value="standard"`` (rank-r values and outputs, as in nn.MultiheadAttention). The H = c d / r heads form c blocks of
+    d / r heads; head h has a value map W_v^h (r, d) with bias b_v^h and an output map O^h (d, r); block b has an
+    output bias b_o^b (d,). The layer AVERAGES the c blocks (each block is one standard multi-head attention):
+
+        out_j = (1/c) sum_b ( sum_{h in b} O^h sum_i w[h, j, i] (W_v^h x_i + b_v^h) + b_o^b ).
+
+    Without biases this is the theory's form with V_h = (1/c) O^h W_v^h (rank <= r).
+``value="full"`` (the theory's model, PAPER.md section 1): head h has a full value/output map V_h (d, d) and
+
+        out_j = sum_h sum_i w[h, j, i] V_h x_i  (+ one output bias b_o (d,) when ``bias``),
+
+    computed as V_h (sum_i w[h, j, i] x_i), i.e. tokens are mixed before the d x d map is applied.
+
+Vectorisation: every projection of all heads is one matrix product (``in_proj_weight`` stacks the q, k, v rows of
+all heads; the c output maps are one (d, H r) matrix, whose product with the concatenated head outputs is the sum
+over blocks), and the attention of all heads is one batched call (``torch.nn.functional.scaled_dot_product_attention``
+for softmax, which never stores the (B, H, N, N) score tensor, or batched matmuls for hardmax). No Python loop runs
+over heads or blocks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from theory.validation import check_choice, check_heads, check_int, check_rank, check_real, check_temperature
+
+VALUE_KINDS = ("standard", "full")
+ATTENTION_KINDS = ("softmax", "hardmax")
+HARDMAX_GRADIENTS = ("none", "straight-through")
+
+
+def hardmax(scores: torch.Tensor, *, surrogate: torch.Tensor | None = None) -> torch.Tensor:
+    """One-hot argmax over the last axis, with exact ties sharing the weight evenly.
+
+    Args:
+        scores: (..., N) scores; entries equal to -inf (masked) never win unless a whole row is -inf.
+        surrogate: optional (..., N) softmax weights for a straight-through gradient: the forward value is the
+            hardmax and the backward pass uses the Jacobian of ``surrogate``. Without it the result carries no
+            gradient to ``scores`` (the hardmax is piecewise constant, so its true derivative is 0 almost everywhere).
+
+    Returns:
+        (..., N) weights, non-negative, summing to 1 over the last axis.
+    """
+    with torch.no_grad():
+        top = scores.amax(dim=-1, keepdim=True)  # (..., 1)
+        ties = (scores == top).to(scores.dtype)  # (..., N): indicator of the exact maxima
+        hard = ties / ties.sum(dim=-1, keepdim=True)  # (..., N)
+    if surrogate is None:
+        return hard
+    return hard + (surrogate - surrogate.detach())
+
+
+class RankedMultiheadAttention(nn.Module):
+    """H heads of query/key rank r in one vectorised module (see the module docstring for the exact maps).
+
+    Args:
+        d_model: token width d (>= 1).
+        rank: query/key rank r of every head, 1 <= r <= d; for ``value="standard"`` r must divide d.
+        width: c >= 1, the number of averaged standard blocks; H = c d / r heads. Ignored when ``heads`` is given.
+        heads: explicit head count H (>= 1). With ``value="standard"`` H r must be a multiple of d (whole blocks of
+            d / r heads; then c = H r / d); with ``value="full"`` any H is allowed.
+        value: "standard" (rank-r value and output maps, blocks averaged) or "full" (V_h in R^{d x d}, heads summed).
+        attention: "softmax" or "hardmax".
+        temperature: inverse temperature > 0 multiplying the scores (finite for softmax; for hardmax it only sets
+            the straight-through surrogate's softmax, and may be math.inf when ``hardmax_gradient="none"``).
+        bias: learned biases on the q/k/v projections and the output (as nn.MultiheadAttention).
+        causal: mask keys after the query position (self-attention with N_q = N only).
+        score_scale: factor on <q, k> inside the temperature; None means 1 / sqrt(r).
+        hardmax_gradient: "none" (no gradient through the hardmax weights) or "straight-through" (softmax gradient
+            at the same temperature).
+        device, dtype: factory arguments for the parameters.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        rank: int,
+        width: int = 1,
+        heads: int | None = None,
+        value: str = "standard",
+        attention: str = "softmax",
+        temperature: float = 1.0,
+        bias: bool = True,
+        causal: bool = False,
+        score_scale: float | None = None,
+        hardmax_gradient: str = "none",
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        d = check_int("d_model", d_model, minimum=1)
+        r = check_rank(rank, d, name="rank")
+        self.value = check_choice("value", value, VALUE_KINDS)
+        self.attention = check_choice("attention", attention, ATTENTION_KINDS)
+        self.hardmax_gradient = check_choice("hardmax_gradient", hardmax_gradient, HARDMAX_GRADIENTS)
+        if self.value == "standard" and d % r != 0:
+            raise ValueError(f"rank must divide d_model = {d} for value='standard' (blocks of d / r heads), got {r}")
+        if heads is None:
+            c = check_int("width", width, minimum=1)
+            if self.value == "standard":
+                H = c * (d // r)
+            else:
+                if (c * d) % r != 0:
+                    raise ValueError(f"width * d_model = {c * d} must be a multiple of rank = {r}, or give heads")
+                H = c * d // r
+        else:
+            H = check_heads(heads, name="heads")
+            if self.value == "standard":
+                if (H * r) % d != 0:
+                    raise ValueError(
+                        f"heads * rank must be a multiple of d_model = {d} for value='standard' "
+                        f"(whole blocks of d / r = {d // r} heads), got heads = {H}"
+                    )
+                c = H * r // d
+            else:
+                c = max(1, H * r // d)
+        if self.attention == "softmax" or self.hardmax_gradient == "straight-through":
+            temperature = check_real("temperature", temperature, minimum=0.0, strict_minimum=True)
+        else:
+            temperature = check_temperature(temperature)
+        if score_scale is None:
+            score_scale = 1.0 / math.sqrt(r)
+        self.d_model, self.rank, self.heads, self.width = d, r, H, c
+        self.temperature = float(temperature)
+        self.score_scale = check_real("score_scale", score_scale, minimum=0.0, strict_minimum=True)
+        self.causal = bool(causal)
+        self.has_bias = bool(bias)
+        n_proj = 3 if self.value == "standard" else 2
+        # Rows [q of head 0..H-1 | k of head 0..H-1 | (v of head 0..H-1)], each head r consecutive rows; head
+        # h = b (d / r) + j is head j of block b, so block b's rows are exactly nn.MultiheadAttention's in_proj rows.
+        in_proj = torch.empty(n_proj * H * r, d, device=device, dtype=dtype)  # (n_proj H r, d)
+        self.in_proj_weight = nn.Parameter(in_proj)
+        self.in_proj_bias: nn.Parameter | None = None
+        self.out_proj_weight: nn.Parameter | None = None
+        self.out_proj_bias: nn.Parameter | None = None
+        self.value_weight: nn.Parameter | None = None
+        if bias:
+            self.in_proj_bias = nn.Parameter(torch.empty(n_proj * H * r, device=device, dtype=dtype))
+        if self.value == "standard":
+            # [O^0 | O^1 | ... | O^{H-1}]: columns h r .. h r + r - 1 are head h's output map (d, r).
+            self.out_proj_weight = nn.Parameter(torch.empty(d, H * r, device=device, dtype=dtype))  # (d, H r)
+            if bias:
+                self.out_proj_bias = nn.Parameter(torch.empty(c, d, device=device, dtype=dtype))  # (c, d)
+        else:
+            self.value_weight = nn.Parameter(torch.empty(H, d, d, device=device, dtype=dtype))  # (H, d, d)
+            if bias:
+                self.out_proj_bias = nn.Parameter(torch.empty(1, d, device=device, dtype=dtype))  # (1, d)
+        self.reset_parameters()
+
+    def extra_repr(self) -> str:
+        return (
+            f"d_model={self.d_model}, rank={self.rank}, heads={self.heads}, width={self.width}, value={self.value!r}, "
+            f"attention={self.attention!r}, temperature={self.temperature}, score_scale={self.score_scale:.6g}, "
+            f"bias={self.has_bias}, causal={self.causal}"
+        )
+
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Initialise as c independent nn.MultiheadAttention blocks would be (xavier-uniform in-projection over a
+        block's (3d, d) matrix, output map U(-1/sqrt d, 1/sqrt d), zero biases); full value maps V_h are
+        U(-a, a) with a = 1/sqrt(H d) so that the sum over heads has the scale of one d x d linear layer."""
+        d = self.d_model
+        with torch.no_grad():
+            bound = math.sqrt(6.0 / (d + 3 * d))  # xavier_uniform on a (3d, d) block
+            self.in_proj_weight.uniform_(-bound, bound, generator=generator)
+            if self.out_proj_weight is not None:
+                self.out_proj_weight.uniform_(-1 / math.sqrt(d), 1 / math.sqrt(d), generator=generator)
+            if self.value_weight is not None:
+                a = 1.0 / math.sqrt(self.heads * d)
+                self.value_weight.uniform_(-a, a, generator=generator)
+            for b in (self.in_proj_bias, self.out_proj_bias):
+                if b is not None:
+                    b.zero_()
+
+    # ------------------------------------------------------------------------------------------------ projections
+    def _project(self, x_query: torch.Tensor, x_context: torch.Tensor | None) -> list[torch.Tensor]:
+        """q, k (and v for standard) of all heads as (B, H, N, r) views (one matmul per distinct input)."""
+        H, r = self.heads, self.rank
+        n_proj = 3 if self.value == "standard" else 2
+        if x_context is None:
+            B, N, _ = x_query.shape
+            qkv = F.linear(x_query, self.in_proj_weight, self.in_proj_bias)  # (B, N, n_proj H r)
+            qkv = qkv.view(B, N, n_proj, H, r)  # (B, N, n_proj, H, r)
+            return [t.transpose(1, 2) for t in qkv.unbind(2)]  # n_proj x (B, H, N, r)
+        B, Nq, _ = x_query.shape
+        N = x_context.shape[1]
+        w_q, w_rest = self.in_proj_weight[: H * r], self.in_proj_weight[H * r :]
+        b_q = b_rest = None
+        if self.in_proj_bias is not None:
+            b_q, b_rest = self.in_proj_bias[: H * r], self.in_proj_bias[H * r :]
+        q = F.linear(x_query, w_q, b_q).view(B, Nq, H, r).transpose(1, 2)  # (B, H, Nq, r)
+        rest = F.linear(x_context, w_rest, b_rest).view(B, N, n_proj - 1, H, r)  # (B, N, n_proj - 1, H, r)
+        return [q] + [t.transpose(1, 2) for t in rest.unbind(2)]  # n_proj x (B, H, N., r)
+
+    def _check_inputs(
+        self, x_query: torch.Tensor, x_context: torch.Tensor | None, score_bias: torch.Tensor | None
+    ) -> tuple[int, int, int]:
+        if x_query.dim() != 3 or x_query.shape[2] != self.d_model:
+            raise ValueError(f"x_query must have shape (B, N_q, {self.d_model}), got {tuple(x_query.shape)}")
+        B, Nq, _ = x_query.shape
+        N = Nq
+        if x_context is not None:
+            if x_context.dim() != 3 or x_context.shape[0] != B or x_context.shape[2] != self.d_model:
+                raise ValueError(f"x_context must have shape ({B}, N, {self.d_model}), got {tuple(x_context.shape)}")
+            N = x_context.shape[1]
+        if self.causal and N != Nq:
+            raise ValueError(f"causal attention needs as many queries as keys, got N_q = {Nq} and N = {N}")
+        if score_bias is not None and tuple(score_bias.shape) != (self.heads, N):
+            raise ValueError(f"score_bias must have shape (H, N) = ({self.heads}, {N}), got {tuple(score_bias.shape)}")
+        return B, Nq, N
+
+    # ---------------------------------------------------------------------------------------------------- weights
+    def _scores(self, q: torch.Tensor, k: torch.Tensor, score_bias: torch.Tensor | None) -> torch.Tensor:
+        """score_scale <q, k> + score_bias (without the temperature), causal entries set to -inf: (B, H, Nq, N)."""
+        scores = torch.matmul(q, k.transpose(-1, -2)) * self.score_scale  # (B, H, Nq, N)
+        if score_bias is not None:
+            scores = scores + score_bias[None, :, None, :]  # (B, H, Nq, N)
+        if self.causal:
+            Nq, N = scores.shape[-2:]
+            future = torch.ones(Nq, N, dtype=torch.bool, device=scores.device).triu(1)  # (Nq, N): keys i > j
+            scores = scores.masked_fill(future, -math.inf)
+        return scores
+
+    def _weights_from_scores(self, scores: torch.Tensor) -> torch.Tensor:
+        if self.attention == "softmax":
+            return torch.softmax(self.temperature * scores, dim=-1)
+        surrogate = None
+        if self.hardmax_gradient == "straight-through":
+            surrogate = torch.softmax(self.temperature * scores, dim=-1)
+        return hardmax(scores, surrogate=surrogate)
+
+    def attention_weights(
+        self, x_query: torch.Tensor, x_context: torch.Tensor | None = None, score_bias: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Attention weights of every head.
+
+        Args:
+            x_query: (B, N_q, d) queries.
+            x_context: (B, N, d) context, or None for self-attention.
+            score_bias: optional (H, N) additive score terms.
+
+        Returns:
+            (B, H, N_q, N) weights summing to 1 over the last axis.
+        """
+        self._check_inputs(x_query, x_context, score_bias)
+        q, k = self._project(x_query, x_context)[:2]
+        return self._weights_from_scores(self._scores(q, k, score_bias))
+
+    # ---------------------------------------------------------------------------------------------------- forward
+    def forward(
+        self, x_query: torch.Tensor, x_context: torch.Tensor | None = None, score_bias: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Attention output.
+
+        Args:
+            x_query: (B, N_q, d) queries.
+            x_context: (B, N, d) context tokens, or None for self-attention over x_query.
+            score_bias: optional (H, N) additive score terms (see the module docstring).
+
+        Returns:
+            (B, N_q, d) outputs.
+        """
+        B, Nq, N = self._check_inputs(x_query, x_context, score_bias)
+        projected = self._project(x_query, x_context)
+        q, k = projected[0], projected[1]  # (B, H, Nq, r), (B, H, N, r)
+        context = x_query if x_context is None else x_context
+        if self.value == "standard":
+            values = projected[2]  # (B, H, N, r)
+        else:
+            values = context.unsqueeze(1).expand(B, self.heads, N, self.d_model)  # (B, H, N, d): no copy
+        mixed = self._mix(q, k, values, score_bias)  # (B, H, Nq, e), e = r (standard) or d (full)
+        e = mixed.shape[-1]
+        mixed = mixed.transpose(1, 2).reshape(B, Nq, self.heads * e)  # (B, Nq, H e), heads concatenated
+        if self.value == "standard":
+            assert self.out_proj_weight is not None
+            # sum over blocks of O_b (block b's concatenated heads) is one product with [O^0 | ... | O^{H-1}].
+            out = F.linear(mixed, self.out_proj_weight) * (1.0 / self.width)  # (B, Nq, d)
+        else:
+            assert self.value_weight is not None
+            stacked = self.value_weight.permute(1, 0, 2).reshape(self.d_model, self.heads * self.d_model)  # (d, H d)
+            out = F.linear(mixed, stacked)  # (B, Nq, d): sum_h V_h mixed_h
+        if self.out_proj_bias is not None:
+            out = out + self.out_proj_bias.mean(dim=0)  # (B, Nq, d): average of the blocks' output biases
+        return out
+
+    def _mix(
+        self, q: torch.Tensor, k: torch.Tensor, values: torch.Tensor, score_bias: torch.Tensor | None
+    ) -> torch.Tensor:
+        """sum_i w[h, j, i] values[h, i] for every head: (B, H, Nq, e)."""
+        if self.attention == "softmax":
+            mask = None
+            if score_bias is not None:
+                mask = (self.temperature * score_bias)[None, :, None, :]  # (1, H, 1, N), added after the scale
+            return F.scaled_dot_product_attention(
+                q,
+                k,
+                values,
+                attn_mask=mask,
+                is_causal=self.causal,
+                scale=self.temperature * self.score_scale,
+            )  # (B, H, Nq, e)
+        weights = self._weights_from_scores(self._scores(q, k, score_bias))  # (B, H, Nq, N)
+        return torch.matmul(weights, values)  # (B, H, Nq, e)
+
+    # ------------------------------------------------------------------------------------------- evaluator form
+    def evaluator_weights(self) -> dict[str, torch.Tensor | float]:
+        """The heads in the form of theory.attention.multihead_attention (exact when ``bias`` is False).
+
+        Returns:
+            dict with Q (H, r, d), K (H, r, d), V (H, d, d) (standard: V_h = (1/c) O^h W_v^h) and temperature
+            (= self.temperature * self.score_scale; math.inf for hardmax without a surrogate gradient).
+        """
+        H, r, d = self.heads, self.rank, self.d_model
+        w = self.in_proj_weight.detach()
+        Q = w[: H * r].reshape(H, r, d)  # (H, r, d)
+        K = w[H * r : 2 * H * r].reshape(H, r, d)  # (H, r, d)
+        if self.value == "standard":
+            assert self.out_proj_weight is not None
+            Wv = w[2 * H * r :].reshape(H, r, d)  # (H, r, d)
+            O = self.out_proj_weight.detach().reshape(d, H, r).permute(1, 0, 2)  # (H, d, r)
+            V = torch.matmul(O, Wv) / self.width  # (H, d, d)
+        else:
+            assert self.value_weight is not None
+            V = self.value_weight.detach().clone()
+        temperature = math.inf if self.attention == "hardmax" else self.temperature * self.score_scale
+        return {"Q": Q.clone(), "K": K.clone(), "V": V, "temperature": temperature}
+
+    @torch.no_grad()
+    def load_heads(self, Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor) -> None:
+        """Set the heads of a full-value module from the evaluator's form (biases, if any, are zeroed).
+
+        Args:
+            Q: (H, r, d) query maps.
+            K: (H, r, d) key maps.
+            V: (H, d, d) value/output maps.
+        """
+        if self.value != "full":
+            raise ValueError("load_heads needs value='full' (rank-r value maps cannot hold a general V_h)")
+        H, r, d = self.heads, self.rank, self.d_model
+        for name, t, shape in (("Q", Q, (H, r, d)), ("K", K, (H, r, d)), ("V", V, (H, d, d))):
+            if tuple(t.shape) != shape:
+                raise ValueError(f"{name} must have shape {shape}, got {tuple(t.shape)}")
+        assert self.value_weight is not None
+        self.in_proj_weight.copy_(torch.cat([Q.reshape(H * r, d), K.reshape(H * r, d)]))  # (2 H r, d)
+        self.value_weight.copy_(V)
+        for b in (self.in_proj_bias, self.out_proj_bias):
+            if b is not None:
+                b.zero_()
+
+    @torch.no_grad()
+    def load_torch_blocks(self, blocks: Sequence[nn.MultiheadAttention]) -> None:
+        """Copy the weights of c standard nn.MultiheadAttention blocks (d / r heads each) into this module.
+
+        Args:
+            blocks: c = self.width modules with embed_dim d, num_heads d / r, a packed in-projection, and biases
+                exactly when this module has them.
+        """
+        if self.value != "standard":
+            raise ValueError("load_torch_blocks needs value='standard'")
+        if len(blocks) != self.width:
+            raise ValueError(f"blocks must hold width = {self.width} modules, got {len(blocks)}")
+        d, r, H = self.d_model, self.rank, self.heads
+        per = d // r
+        for b, block in enumerate(blocks):
+            if block.embed_dim != d or block.num_heads != per or block.in_proj_weight is None:
+                raise ValueError(
+                    f"block {b} must be nn.MultiheadAttention(embed_dim={d}, num_heads={per}) with a packed "
+                    f"in-projection, got embed_dim={block.embed_dim}, num_heads={block.num_heads}"
+                )
+            if (block.in_proj_bias is not None) != self.has_bias:
+                raise ValueError(
+                    f"block {b} has bias={block.in_proj_bias is not None} but this module bias={self.has_bias}"
+                )
+        w = self.in_proj_weight.view(3, H * r, d)  # (3, H r, d): q, k, v rows
+        for b, block in enumerate(blocks):
+            rows = slice(b * d, (b + 1) * d)  # block b's heads are heads b d/r .. (b+1) d/r - 1, rows b d .. b d + d
+            w[:, rows] = block.in_proj_weight.view(3, d, d)
+            assert self.out_proj_weight is not None
+            self.out_proj_weight[:, rows] = block.out_proj.weight
+            if self.in_proj_bias is not None and self.out_proj_bias is not None:
+                self.in_proj_bias.view(3, H * r)[:, rows] = block.in_proj_bias.view(3, d)
+                self.out_proj_bias[b] = block.out_proj.bias
