@@ -219,21 +219,26 @@ class FarthestTask(Task):
 class BiasedTask(Task):
     """Theorem 3's biased nearest-neighbour target, wrapping ``theory.biased_target`` (N = 2, separate query).
 
-    The theory module supplies the sampler of (X, y) and the target as numpy functions; they are driven by a
-    numpy Generator seeded from the task's torch.Generator, so the batch is still a function of that generator.
+    The theory module supplies the sampler (keys D_2 or i.i.d., Gaussian query y ~ N(0, I_d)) and the target
+    F = sum_j f_{b_j} with its default bias grid (unnormalised, so ||F|| is of order d^2); both are numpy functions,
+    driven by a numpy Generator seeded from the task's torch.Generator, so the batch is a function of that generator.
     """
 
     name = "biased"
     query_task = True
 
-    def __init__(self, d: int, N: int = 2) -> None:
+    def __init__(self, d: int, N: int = 2, keys: str = "orthonormal") -> None:
         super().__init__(d, N)
+        self.keys = check_choice("keys", keys, KEY_KINDS)
         if self.N != 2:
             raise ValueError(f"N must be 2 for the biased nearest-neighbour task, got {self.N}")
         try:
             self._theory = importlib.import_module("theory.biased_target")
         except ImportError as exc:  # pragma: no cover - depends on another issue's module
             raise ValueError("task 'biased' needs theory/biased_target.py, which is not available yet") from exc
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "keys": self.keys}
 
     def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
         import numpy as np
@@ -242,7 +247,7 @@ class BiasedTask(Task):
         generator = check_torch_generator(generator)
         seed = int(torch.randint(0, 2**62, (1,), generator=generator).item())
         rng = np.random.default_rng(seed)
-        X, y = self._theory.sample_biased_context(batch_size, self.d, rng)  # (B, 2, d), (B, d)
+        X, y = self._theory.sample_biased_context(batch_size, self.d, rng, keys=self.keys)  # (B, 2, d), (B, d)
         target = self._theory.biased_target(X, y)  # (B, d)
         X_t = torch.as_tensor(np.asarray(X), dtype=torch.float64)
         y_t = torch.as_tensor(np.asarray(y), dtype=torch.float64)
@@ -377,5 +382,5 @@ def make_task(name: str, d: int, N: int, keys: str = "orthonormal") -> Task:
     if name == "farthest":
         return FarthestTask(d, N)
     if name == "biased":
-        return BiasedTask(d, N)
+        return BiasedTask(d, N, keys)
     return LinearRegressionTask(d, N)

@@ -1,0 +1,218 @@
+"""Tests of experiments/training.py: config validation, schedule, metrics, exact resume, divergence, refusals."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from experiments import training
+from experiments.tasks import FarthestTask
+from experiments.training import TrainConfig, TrainResult, load_trained_model, lr_factor, train
+
+# A tiny run: d = 4, N = 3, one layer, FFN width 16, batches of 16, 30 steps (well under a second each).
+TINY = TrainConfig(
+    task="farthest", d=4, N=3, rank=4, ffn_dim=16, steps=30, batch_size=16, log_every=5, checkpoint_every=10
+)
+
+
+def params(out_dir: Path) -> dict[str, torch.Tensor]:
+    return torch.load(out_dir / "checkpoint.pt", weights_only=True)["model"]
+
+
+def assert_same_params(a: Path, b: Path) -> None:
+    pa, pb = params(a), params(b)
+    assert pa.keys() == pb.keys()
+    for key in pa:
+        assert torch.equal(pa[key], pb[key]), key
+
+
+# --------------------------------------------------------------------------------------------------- configuration
+def test_config_round_trip_and_hash() -> None:
+    config = TrainConfig(task="nearest", d=8, N=2, keys="orthonormal", rank=2, width=2, lr=0.003)
+    again = TrainConfig.from_dict(json.loads(json.dumps(config.to_dict())))
+    assert again == config and again.config_hash() == config.config_hash()
+    assert config.heads == 8  # c d / r = 2 * 8 / 2
+    assert dataclasses.replace(config, device="cpu").config_hash() == config.config_hash()  # execution knob
+    assert dataclasses.replace(config, seed=1).config_hash() != config.config_hash()
+
+
+def test_paper_defaults() -> None:
+    c = TrainConfig()
+    assert (c.lr, c.betas, c.weight_decay, c.warmup_fraction, c.batch_size) == (0.01, (0.9, 0.95), 0.0, 0.05, 256)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"rank": 17}, "rank must be an integer in \\[1, 16\\]"),
+        ({"rank": 3}, "rank must divide d = 16"),
+        ({"task": "sorting"}, "task must be one of"),
+        ({"lr": 0.0}, "lr must be"),
+        ({"betas": (0.9, 1.0)}, "betas\\[1\\]"),
+        ({"positional": "concat"}, "positional_dim must be >= 1"),
+        ({"positional_dim": 4}, "positional_dim must be 0"),
+        ({"task": "nearest", "keys": "orthonormal", "N": 17}, "N must be <= d"),
+        ({"task": "icl", "model": "theory"}, "icl"),
+        ({"device": "tpu"}, "device must be"),
+        ({"bf16": 1}, "bf16 must be true or false"),
+        ({"steps": 0}, "steps must be"),
+    ],
+)
+def test_invalid_configs(changes: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(TrainConfig(), **changes)
+
+
+def test_unknown_key_is_an_error() -> None:
+    with pytest.raises(ValueError, match="unknown config key\\(s\\): colour"):
+        TrainConfig.from_dict({"colour": "red"})
+
+
+def test_lr_schedule_warmup_then_cosine() -> None:
+    steps, frac = 100, 0.05
+    factors = [lr_factor(s, steps, frac) for s in range(steps)]
+    assert factors[:5] == [0.2, 0.4, 0.6, 0.8, 1.0]  # linear warm-up over round(0.05 * 100) = 5 steps
+    assert factors[5] == 1.0 and all(a >= b for a, b in zip(factors[5:], factors[6:]))
+    assert factors[-1] == pytest.approx(0.5 * (1 + math.cos(math.pi * 94 / 95)))
+    # The optimiser sees the same factors through torch's LambdaLR.
+    model = torch.nn.Linear(2, 2)
+    optimizer, scheduler = training.make_optimizer(model, dataclasses.replace(TINY, steps=steps, lr=0.5))
+    seen = []
+    for _ in range(steps):
+        seen.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    assert seen == pytest.approx([0.5 * f for f in factors], rel=1e-12)
+    assert isinstance(optimizer, torch.optim.AdamW)
+    group = optimizer.param_groups[0]
+    assert group["betas"] == (0.9, 0.95) and group["weight_decay"] == 0.0
+
+
+# ---------------------------------------------------------------------------------------------------- training runs
+def test_train_writes_run_directory(tmp_path: Path) -> None:
+    result = train(TINY, tmp_path, progress=False)
+    assert not result.diverged and result.steps == 30
+    for name in ("config.json", "metrics.csv", "checkpoint.pt", "result.json"):
+        assert (tmp_path / name).exists(), name
+    with (tmp_path / "metrics.csv").open() as stream:
+        rows = list(csv.DictReader(stream))
+    assert [int(r["step"]) for r in rows] == [5, 10, 15, 20, 25, 30]
+    losses = [float(r["loss"]) for r in rows]
+    assert result.final_loss == losses[-1] and result.best_loss == min(losses)
+    assert float(rows[0]["lr"]) == pytest.approx(TINY.lr * lr_factor(4, 30, 0.05))
+    recorded = json.loads((tmp_path / "config.json").read_text())
+    assert recorded["config"] == TINY.to_dict() and recorded["config_hash"] == TINY.config_hash()
+    assert {"git_revision", "versions", "device"} <= set(recorded) and "torch" in recorded["versions"]
+    assert TrainResult.from_dict(json.loads((tmp_path / "result.json").read_text())) == result
+    # A finished run returns its result without training again.
+    assert train(TINY, tmp_path, progress=False) == result
+
+
+def test_training_lowers_the_loss(tmp_path: Path) -> None:
+    """The farthest-point task from scratch: 150 steps of a full-rank layer beat the best constant map (error ~ 1)."""
+    config = dataclasses.replace(TINY, steps=150, batch_size=64, log_every=25)
+    result = train(config, tmp_path, progress=False)
+    with (tmp_path / "metrics.csv").open() as stream:
+        first = float(next(csv.DictReader(stream))["loss"])
+    assert result.best_loss < 0.8 * first, (first, result.best_loss)
+
+
+def test_interrupted_run_resumes_to_the_same_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reference = train(TINY, tmp_path / "straight", progress=False)
+    calls = {"n": 0}
+    original = FarthestTask.sample
+
+    def interrupted(self, batch_size, generator):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 24:  # between the checkpoints at 20 and 30
+            raise KeyboardInterrupt
+        return original(self, batch_size, generator)
+
+    monkeypatch.setattr(FarthestTask, "sample", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train(TINY, tmp_path / "resumed", progress=False)
+    assert torch.load(tmp_path / "resumed" / "checkpoint.pt", weights_only=True)["step"] == 20
+    monkeypatch.setattr(FarthestTask, "sample", original)
+    resumed = train(TINY, tmp_path / "resumed", progress=False)
+    assert (resumed.final_loss, resumed.best_loss, resumed.steps) == (
+        reference.final_loss,
+        reference.best_loss,
+        reference.steps,
+    )
+    assert_same_params(tmp_path / "straight", tmp_path / "resumed")
+    straight_rows = (tmp_path / "straight" / "metrics.csv").read_text().splitlines()
+    resumed_rows = (tmp_path / "resumed" / "metrics.csv").read_text().splitlines()
+    assert [r.split(",")[:3] for r in straight_rows] == [r.split(",")[:3] for r in resumed_rows]
+
+
+def test_absurd_learning_rate_diverges_cleanly(tmp_path: Path) -> None:
+    config = dataclasses.replace(TINY, lr=1e30, steps=20, warmup_fraction=0.0, checkpoint_every=100)
+    result = train(config, tmp_path, progress=False)
+    assert result.diverged and math.isnan(result.final_loss)
+    assert result.steps <= 20
+    saved = json.loads((tmp_path / "result.json").read_text())
+    assert saved["diverged"] is True and saved["final_loss"] == "nan"
+    if (tmp_path / "checkpoint.pt").exists():  # only finite models are ever checkpointed
+        assert all(torch.isfinite(t).all() for t in params(tmp_path).values())
+
+
+def test_bf16_autocast_runs(tmp_path: Path) -> None:
+    result = train(dataclasses.replace(TINY, bf16=True, steps=10), tmp_path, progress=False)
+    assert math.isfinite(result.final_loss)
+
+
+# ------------------------------------------------------------------------------------------------------- refusals
+def test_checkpoint_of_another_config_is_refused(tmp_path: Path) -> None:
+    train(dataclasses.replace(TINY, steps=10), tmp_path, progress=False)
+    with pytest.raises(ValueError, match="different config \\(steps: 10 there vs 30 now"):
+        train(TINY, tmp_path, progress=False)
+    (tmp_path / "config.json").unlink()
+    (tmp_path / "result.json").unlink()
+    with pytest.raises(ValueError, match="checkpoint.pt belongs to a different config"):
+        train(TINY, tmp_path, progress=False)
+
+
+def test_corrupt_checkpoint_is_refused(tmp_path: Path) -> None:
+    train(dataclasses.replace(TINY, steps=10, checkpoint_every=5), tmp_path, progress=False)
+    (tmp_path / "result.json").unlink()
+    data = (tmp_path / "checkpoint.pt").read_bytes()
+    (tmp_path / "checkpoint.pt").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="corrupt or unreadable checkpoint"):
+        train(dataclasses.replace(TINY, steps=10, checkpoint_every=5), tmp_path, progress=False)
+    torch.save({"step": 3}, tmp_path / "checkpoint.pt")
+    with pytest.raises(ValueError, match="not a training checkpoint \\(missing version"):
+        train(dataclasses.replace(TINY, steps=10, checkpoint_every=5), tmp_path, progress=False)
+
+
+def test_checkpoint_with_mismatched_tensors_is_refused(tmp_path: Path) -> None:
+    config = dataclasses.replace(TINY, steps=10, checkpoint_every=5)
+    train(config, tmp_path, progress=False)
+    (tmp_path / "result.json").unlink()
+    state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    key = next(iter(state["model"]))
+    state["model"][key] = torch.zeros(1)
+    torch.save(state, tmp_path / "checkpoint.pt")
+    with pytest.raises(ValueError, match="checkpoint does not match the model"):
+        train(config, tmp_path, progress=False)
+
+
+def test_load_trained_model(tmp_path: Path) -> None:
+    train(TINY, tmp_path, progress=False)
+    config, task, model = load_trained_model(tmp_path)
+    assert config == TINY and task.name == "farthest" and not model.training
+    batch = task.sample(4, torch.Generator().manual_seed(0)).to("cpu")
+    assert model(batch).shape == batch.target.shape
+
+
+def test_device_resolution() -> None:
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert training.resolve_device("auto").type == expected
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            training.resolve_device("cuda")
