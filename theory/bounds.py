@@ -53,7 +53,7 @@ _EPS = float(np.finfo(np.float64).eps)
 # Stop adding explicit terms once the remainder interval is narrower than this (absolute, on the sum before the 1/2).
 _TARGET_WIDTH = 1e-14
 # Explicit odd degrees summed at most (in chunks that double); beyond it the remainder interval stays as it is.
-_MAX_TERMS = 1 << 15
+_MAX_TERMS = 1 << 16
 _FIRST_CHUNK = 256
 # Odd degrees must be exact in float64 (the explicit sum) and in int64 (sign_energy_tail).
 _MAX_EXPLICIT_DEGREE = 1 << 52
@@ -269,7 +269,8 @@ def min_heads(d: int, r: int, eps: float) -> int:
     Returns:
         the head count as an exact Python int (may be astronomically large; see ``math.log10``).
     Raises:
-        ValueError: eps out of (0, 1/2], or eps so small that the answer exceeds 10^(10^6) heads.
+        ValueError: eps out of (0, 1/2], eps so small that the answer exceeds 10^(10^6) heads, or so small that
+            the certified interval near the answer is wider than eps (only for astronomically large answers).
     """
     d = check_dimension(d)
     r = check_rank(r, d)
@@ -289,6 +290,7 @@ def min_heads(d: int, r: int, eps: float) -> int:
                 f"eps = {eps} needs more than 10^(10^6) heads at d = {d}, r = {r}; choose a larger eps"
             )
     lo, hi = 1, _int_from_log10(log10_hi)  # ok(lo) False, ok(hi) True
+    _check_resolution(d, r, eps, hi)
     log10_lo = 0.0
     # Bisect in log space while the integers are far apart (each step halves the exponent range).
     while hi > 2 * lo + 1 and log10_hi - log10_lo > 1e-13 * max(1.0, log10_hi):
@@ -314,7 +316,18 @@ def min_heads(d: int, r: int, eps: float) -> int:
             hi = mid
         else:
             lo = mid
+    _check_resolution(d, r, eps, hi)
     return hi
+
+
+def _check_resolution(d: int, r: int, eps: float, h: int) -> None:
+    """Refuse answers where the certified interval at h is wider than eps (the crossing is not resolved)."""
+    interval = rank_lower_bound(d, r, h)
+    if interval.width > eps:
+        raise ValueError(
+            f"eps = {eps} is below what can be certified at d = {d}, r = {r}: near H = 10^{math.log10(h):.1f} the "
+            f"bound is only known to lie in [{interval.lower:.3g}, {interval.upper:.3g}]; choose a larger eps"
+        )
 
 
 def _int_from_log10(log10_h: float) -> int:
