@@ -81,3 +81,13 @@ def huge_head_counts(draw: st.DrawFn, max_log10: int = 300) -> int:
 def target_errors(min_value: float = 0.02, max_value: float = 0.5) -> st.SearchStrategy[float]:
     """Target errors eps in [min_value, max_value] (default 0.02..0.5: min_heads stays below ~1e100 heads for d <= 64)."""
     return st.floats(min_value=min_value, max_value=max_value, allow_nan=False, allow_infinity=False)
+
+
+def harmonic_degrees(min_value: int = 0, max_value: int = 30) -> st.SearchStrategy[int]:
+    """Spherical-harmonic degrees k in [min_value, max_value] (default 0..30: exact sympy arithmetic stays fast)."""
+    return st.integers(min_value=min_value, max_value=max_value)
+
+
+def odd_degrees(max_value: int = 31) -> st.SearchStrategy[int]:
+    """Odd degrees k = 1, 3, ..., <= max_value (the degrees where the sign expansion is non-zero)."""
+    return st.integers(min_value=0, max_value=(max_value - 1) // 2).map(lambda j: 2 * j + 1)
