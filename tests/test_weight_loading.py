@@ -190,7 +190,7 @@ def test_full_rank_construction_file(tmp_path: Path, temperature: float) -> None
 @pytest.mark.parametrize("temperature", [40.0, math.inf])
 def test_biased_construction_file(tmp_path: Path, temperature: float) -> None:
     """constructions.biased (single-layer with score_bias): outputs equal the evaluator's; the error against
-    theory.biased_target (n = 4000 Gaussian-query samples) matches the file's predicted error within 4 standard errors."""
+    theory.biased_target (n = 4000 Gaussian-query samples) matches the predicted error within 4 standard errors."""
     d, n = 6, 4000
     construction = build_biased_construction(d, temperature)
     c = construction
@@ -213,7 +213,7 @@ def test_biased_construction_file(tmp_path: Path, temperature: float) -> None:
 
 @pytest.mark.parametrize("temperature", [30.0, math.inf])
 def test_majority_vote_construction_file(tmp_path: Path, temperature: float) -> None:
-    """constructions.majority_vote (multi-layer, rank 1): outputs and nearest-neighbour errors equal multilayer_forward's."""
+    """constructions.majority_vote (multi-layer, rank 1): outputs and errors equal multilayer_forward's."""
     d, n = 8, 3000
     vote = build_majority_vote(d, 41, np.random.default_rng(7), temperature, predict=False)
     path = save_weights(tmp_path / "mv.safetensors", vote.weights.to_tensors(), vote.metadata())
