@@ -180,6 +180,7 @@ def save_biased_construction(path: str | Path, construction: BiasedConstruction,
         "keys": keys,
         "query": "gaussian",
         "normalisation": "sum",
+        "layout": "single-layer",
     }
     tensors = {"Q": c.Q, "K": c.K, "V": c.V, "score_bias": c.score_bias}
     return save_weights(path, tensors, metadata)
