@@ -315,8 +315,24 @@ def error_floor(
     return error_floor_from_norm_sum(d, r, H * max_value_norm, grid, keys)
 
 
+def _floor_terms(d: int, r: int, grid: BiasGrid, keys: str, free_simple: bool) -> tuple[float, float, float]:
+    """(energy, offset, per-unit-norm correlation) so that floor = ([energy - offset - S corr]_+)^2 / energy."""
+    moments = population_moments(grid, d, keys)
+    kappa = head_correlation_bound(d, r, grid, keys)
+    if free_simple:  # project on O' (orthogonal to A): any multiple of A is free
+        eta = abs(moments.overlap) / math.sqrt(moments.simple_energy)
+        return moments.residual_oscillation_energy, 0.0, kappa + eta
+    # pure low-rank class: project on O itself; <F, O> = ||O||^2 + <A, O>
+    return moments.oscillation_energy, abs(moments.overlap), kappa
+
+
 def error_floor_from_norm_sum(
-    d: int, r: int, norm_sum: float, grid: BiasGrid | None = None, keys: str = "orthonormal"
+    d: int,
+    r: int,
+    norm_sum: float,
+    grid: BiasGrid | None = None,
+    keys: str = "orthonormal",
+    free_simple: bool = True,
 ) -> float:
     """The floor of `error_floor` as a function of S = sum_h ||V_h||.
 
@@ -326,6 +342,8 @@ def error_floor_from_norm_sum(
         norm_sum: S >= 0.
         grid: the bias grid (default `bias_grid(d)`).
         keys: "orthonormal" or "iid".
+        free_simple: True: the model may add any multiple of A (bound via O', step 3); False: pure sum of heads,
+            bound ([||O||^2 - |<A, O>| - S kappa]_+)^2 / ||O||^2 (no eta term).
 
     Returns:
         The floor.
@@ -334,15 +352,18 @@ def error_floor_from_norm_sum(
     r = check_rank(r, d)
     norm_sum = check_real("norm_sum", norm_sum, minimum=0.0)
     grid = _grid(d, grid)
-    moments = population_moments(grid, d, keys)
-    energy = moments.residual_oscillation_energy
-    eta = abs(moments.overlap) / math.sqrt(moments.simple_energy)
-    kappa = head_correlation_bound(d, r, grid, keys)
-    return max(0.0, energy - norm_sum * (kappa + eta)) ** 2 / energy
+    keys = check_choice("keys", keys, KEY_KINDS)
+    energy, offset, corr = _floor_terms(d, r, grid, keys, bool(free_simple))
+    return max(0.0, energy - offset - norm_sum * corr) ** 2 / energy
 
 
 def threshold_norm_sum(
-    d: int, r: int, level: float, grid: BiasGrid | None = None, keys: str = "orthonormal"
+    d: int,
+    r: int,
+    level: float,
+    grid: BiasGrid | None = None,
+    keys: str = "orthonormal",
+    free_simple: bool = True,
 ) -> float:
     """The S = sum_h ||V_h|| below which the floor stays >= level * ||O'||^2 (so the error is at least that).
 
@@ -352,15 +373,15 @@ def threshold_norm_sum(
         level: fraction of the oscillation energy, 0 < level < 1.
         grid: the bias grid (default `bias_grid(d)`).
         keys: "orthonormal" or "iid".
+        free_simple: as in `error_floor_from_norm_sum`.
 
     Returns:
-        S* = ||O'||^2 (1 - sqrt(level)) / (kappa + eta).
+        S* = (E - offset - sqrt(level) E) / corr with (E, offset, corr) of the chosen class.
     """
     d = check_dimension(d)
     r = check_rank(r, d)
     level = check_real("level", level, minimum=0.0, maximum=1.0, strict_minimum=True, strict_maximum=True)
     grid = _grid(d, grid)
-    moments = population_moments(grid, d, keys)
-    eta = abs(moments.overlap) / math.sqrt(moments.simple_energy)
-    kappa = head_correlation_bound(d, r, grid, keys)
-    return moments.residual_oscillation_energy * (1.0 - math.sqrt(level)) / (kappa + eta)
+    keys = check_choice("keys", keys, KEY_KINDS)
+    energy, offset, corr = _floor_terms(d, r, grid, keys, bool(free_simple))
+    return max(0.0, energy * (1.0 - math.sqrt(level)) - offset) / corr
