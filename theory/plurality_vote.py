@@ -7,7 +7,8 @@ computes), averaged over random constructions because every sample gets its own 
 
 Only the projections of the Gaussian direction G (q = G / |G|) on span(x_1, .., x_N, y) matter, and the positive factor
 1 / |G|^2 does not change an argmax, so per sample we draw z ~ N(0, I_{N+1}) and set
-(<G, x_1>, .., <G, x_N>, <G, y>) = R^T z with [x_1, .., x_N, y] = Q R (QR factorisation): O(H N^2) work, not O(H d).
+(<G, x_1>, .., <G, x_N>, <G, y>) = R^T z with [x_1, .., x_N, y] = Q R (QR factorisation, z of dimension
+min(d, N + 1)): O(H N^2) work, not O(H d).
 """
 
 from __future__ import annotations
@@ -69,12 +70,13 @@ def plurality_vote_errors(
         m = min(batch_size, n_samples - done)
         X, y = sample_context(m, N, d, rng, keys=keys)  # (m, N, d), (m, d)
         basis = np.concatenate([X, y[:, None, :]], axis=1)  # (m, N+1, d)
-        _, r = np.linalg.qr(np.swapaxes(basis, 1, 2))  # r (m, N+1, N+1): basis^T = Q r
+        _, r = np.linalg.qr(np.swapaxes(basis, 1, 2))  # r (m, k, N+1), k = min(d, N+1): basis^T = Q r
+        k = r.shape[1]
         target = nearest_index(X, y)  # (m,)
         tally = np.zeros((m, N), dtype=np.int64)
         start = 0
         for h in counts_wanted:
-            z = rng.standard_normal((m, h - start, N + 1))  # (m, h', N+1)
+            z = rng.standard_normal((m, h - start, k))  # (m, h', k): G's coordinates in the span's basis
             proj = np.matmul(z, r)  # (m, h', N+1): columns <G, x_1> .. <G, x_N>, <G, y>
             picks = np.argmax(proj[:, :, N : N + 1] * proj[:, :, :N], axis=2)  # (m, h')
             tally += np.stack([np.count_nonzero(picks == j, axis=1) for j in range(N)], axis=1)  # (m, N)
