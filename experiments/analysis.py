@@ -43,11 +43,14 @@ def angle_to_identity(M: Any) -> float:
     M = check_array("M", M, ndim=2)
     if M.shape[0] != M.shape[1]:
         raise ValueError(f"M must be square, got shape {M.shape}")
-    norm = float(np.linalg.norm(M))
-    if norm == 0.0:
+    d = M.shape[0]
+    if not np.any(M):
         return math.nan
-    cosine = float(np.trace(M)) / (norm * math.sqrt(M.shape[0]))
-    return math.degrees(math.acos(min(1.0, max(-1.0, cosine))))
+    # cos = <M, I> / (|M| |I|). Split M = (tr M / d) I + B with B traceless (orthogonal to I): the angle is
+    # atan2(|B|, tr M / sqrt d), which stays accurate near 0 and 180 degrees where arccos loses half the digits.
+    along = float(np.trace(M)) / math.sqrt(d)  # <M, I / sqrt d>
+    across = float(np.linalg.norm(M - (np.trace(M) / d) * np.eye(d)))  # |B|_F
+    return math.degrees(math.atan2(across, along))
 
 
 def effective_rank(M: Any) -> float:

@@ -65,7 +65,7 @@ def plot_trained_vs_bound(records: Sequence[Mapping[str, Any]], path: Path, *, m
         raise ValueError(f"records must share one dimension d, got {sorted(dims)}")
     d = dims.pop()
     top = max_heads or 4 * max(int(r["H"]) for r in records)
-    grid = np.unique(np.geomspace(1, top, 60).round().astype(int))  # (n_grid,) head counts
+    grid = np.unique(np.geomspace(1, top, 24).round().astype(int))  # (n_grid,) head counts
     figure, axis = plt.subplots(figsize=(6.0, 4.0))
     for index, rank in enumerate(sorted({int(r["r"]) for r in records})):
         colour = f"C{index % 10}"

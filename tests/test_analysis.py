@@ -1,0 +1,130 @@
+"""Tests of experiments/analysis.py and experiments/figures_trained.py."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from constructions.full_rank import save_full_rank
+from experiments.analysis import (
+    analyze_layer,
+    angle_to_identity,
+    effective_rank,
+    numerical_rank,
+    query_key_matrices,
+    summarize_matrix,
+    trained_vs_bound,
+)
+from experiments.attention_layer import RankedMultiheadAttention
+from experiments.figures_trained import plot_trained_vs_bound, records_from_runs
+from experiments.training import TrainConfig, build_run
+from theory.bounds import rank_lower_bound
+
+
+@given(d=st.integers(2, 12), a=st.floats(-5, 5), seed=st.integers(0, 2**31 - 1))
+def test_angle_matches_the_decomposition_into_identity_and_traceless_parts(d: int, a: float, seed: int) -> None:
+    """M = a I + B with tr B = 0 has cos angle = a sqrt(d) / sqrt(a^2 d + ||B||_F^2)."""
+    rng = np.random.default_rng(seed)
+    B = rng.standard_normal((d, d))
+    B -= np.trace(B) / d * np.eye(d)  # traceless
+    M = a * np.eye(d) + B
+    expected = math.degrees(math.acos(a * math.sqrt(d) / math.sqrt(a * a * d + np.sum(B * B))))
+    assert angle_to_identity(M) == pytest.approx(expected, abs=1e-6)
+    assert angle_to_identity(3.0 * M) == pytest.approx(expected, abs=1e-6)  # scale invariant
+
+
+def test_angle_extremes_and_degenerate_input() -> None:
+    assert angle_to_identity(np.eye(5)) == pytest.approx(0.0, abs=1e-6)
+    assert angle_to_identity(-7 * np.eye(5)) == pytest.approx(180.0, abs=1e-6)
+    assert math.isnan(angle_to_identity(np.zeros((3, 3))))
+    with pytest.raises(ValueError, match="square"):
+        angle_to_identity(np.ones((2, 3)))
+    summary = summarize_matrix(-2 * np.eye(4))
+    assert summary["angle_to_minus_I_deg"] == pytest.approx(0.0, abs=1e-6)
+    assert summary["frobenius_norm"] == pytest.approx(4.0)
+
+
+@given(d=st.integers(2, 10), k=st.integers(1, 10), seed=st.integers(0, 2**31 - 1))
+def test_effective_and_numerical_rank_of_known_spectra(d: int, k: int, seed: int) -> None:
+    k = min(k, d)
+    rng = np.random.default_rng(seed)
+    U, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    V, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    sigma = np.zeros(d)
+    sigma[:k] = 2.5  # k equal singular values: entropy log k
+    M = U @ np.diag(sigma) @ V.T
+    assert effective_rank(M) == pytest.approx(k, rel=1e-9)
+    assert numerical_rank(M) == k
+    # Unequal spectrum: compare with the entropy computed from the chosen singular values directly.
+    sigma = np.sort(rng.uniform(0.1, 3.0, d))[::-1]
+    p = sigma / sigma.sum()
+    assert effective_rank(U @ np.diag(sigma) @ V.T) == pytest.approx(math.exp(-np.sum(p * np.log(p))), rel=1e-9)
+    assert effective_rank(np.zeros((d, d))) == 0.0
+
+
+def test_query_key_matrices_reproduce_the_module_attention_weights() -> None:
+    """The score form z^T M_h x, softmaxed over keys, equals the weights the module computes itself."""
+    torch.manual_seed(0)
+    d, r, H, N = 6, 2, 3, 5
+    layer = RankedMultiheadAttention(d, r, heads=H, value="full", temperature=1.7, bias=False).double()
+    M = query_key_matrices(layer)  # (H, d, d)
+    assert M.shape == (H, d, d)
+    assert all(numerical_rank(M[h]) == r for h in range(H))
+    X = torch.randn(4, N, d, dtype=torch.float64)
+    z = torch.randn(4, 1, d, dtype=torch.float64)
+    with torch.no_grad():
+        weights = layer.attention_weights(z, X)[:, :, 0, :].numpy()  # (4, H, N)
+    scores = np.einsum("bd,hde,bne->bhn", z[:, 0].numpy(), M, X.numpy())  # (4, H, N)
+    expected = np.exp(scores - scores.max(-1, keepdims=True))
+    expected /= expected.sum(-1, keepdims=True)
+    np.testing.assert_allclose(weights, expected, rtol=1e-10, atol=1e-12)
+    report = analyze_layer(layer)
+    assert report["heads"] == H and len(report["per_head"]) == H
+    assert report["sum"]["frobenius_norm"] == pytest.approx(float(np.linalg.norm(M.sum(0))))
+
+
+def _full_rank_run(tmp_path: Path, d: int) -> tuple[TrainConfig, object, torch.nn.Module]:
+    weights = save_full_rank(tmp_path / "full.safetensors", d, math.inf)
+    config = TrainConfig(
+        task="nearest", d=d, N=2, keys="orthonormal", rank=d, model="theory", attention="hardmax", init=str(weights)
+    )
+    task, model = build_run(config, torch.device("cpu"))
+    return config, task, model
+
+
+def test_trained_vs_bound_for_the_full_rank_construction_and_a_negative_control(tmp_path: Path) -> None:
+    """The hardmax full-rank head has error 0 and sits on its own bound (0); against a rank-1 bound it violates it."""
+    config, task, model = _full_rank_run(tmp_path, 6)
+    report = trained_vs_bound(config, task, model, n_samples=4000, seed=1)
+    assert report["bound_lower"] == 0.0 and report["consistent"] and report["bound_applies"]
+    assert report["error"] < 1e-6
+    rank1 = rank_lower_bound(6, 1, 1).lower
+    assert rank1 > 0.1 and report["error_upper_4se"] < rank1  # would fail the trained-vs-bound check
+
+
+def test_trained_vs_bound_refuses_other_tasks() -> None:
+    config = TrainConfig(task="farthest", d=4, N=3, rank=4, ffn_dim=8)
+    task, model = build_run(config, torch.device("cpu"))
+    with pytest.raises(ValueError, match="nearest with N = 2"):
+        trained_vs_bound(config, task, model)
+
+
+def test_figure_is_written_and_records_are_validated(tmp_path: Path) -> None:
+    records = [
+        {"d": 8, "r": 1, "H": 8, "error": 0.3, "error_stderr": 0.01},
+        {"d": 8, "r": 4, "H": 2, "error": 0.2, "error_stderr": 0.01},
+    ]
+    path = plot_trained_vs_bound(records, tmp_path / "fig.png")
+    assert path.exists() and path.stat().st_size > 1000
+    with pytest.raises(ValueError, match="missing error_stderr"):
+        plot_trained_vs_bound([{"d": 8, "r": 1, "H": 8, "error": 0.3}], tmp_path / "x.png")
+    with pytest.raises(ValueError, match="one dimension d"):
+        plot_trained_vs_bound([*records, {"d": 4, "r": 1, "H": 4, "error": 0.3, "error_stderr": 0.01}], tmp_path / "y.png")
+    with pytest.raises(ValueError, match="analysis.json not found"):
+        records_from_runs([tmp_path])

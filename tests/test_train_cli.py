@@ -1,0 +1,144 @@
+"""Tests of `attnrank train` / `attnrank analyze`: output keys, kill-and-resume, bad input -> one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from constructions.full_rank import save_full_rank
+from experiments.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY_ARGS = ["--task", "farthest", "--d", "4", "--N", "3", "--rank", "4", "--ffn-dim", "16", "--batch-size", "16"]
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    status = main(args)
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_train_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_cli(["train", *TINY_ARGS, "--steps", "20", "--log-every", "5", "--out", str(tmp_path), "--json"], capsys)
+    assert status == 0
+    result = json.loads(out)
+    assert {"final_loss", "best_loss", "steps", "diverged"} <= set(result)
+    assert result["steps"] == 20 and result["diverged"] is False
+    assert result["best_loss"] <= result["final_loss"]
+    saved = json.loads((tmp_path / "config.json").read_text())["config"]
+    assert (saved["d"], saved["N"], saved["rank"], saved["ffn_dim"], saved["steps"]) == (4, 3, 4, 16, 20)
+    status, out, _ = run_cli(["train", *TINY_ARGS, "--steps", "20", "--log-every", "5", "--out", str(tmp_path)], capsys)
+    assert status == 0 and "final_loss" in out and "best_loss" in out  # text form; finished run is not retrained
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--d", "8", "--rank", "9"], "rank must be an integer in [1, 8]"),
+        (["--d", "8", "--rank", "3"], "rank must divide d = 8"),
+        (["--task", "nearest", "--keys", "orthonormal", "--d", "4", "--rank", "4", "--N", "5"], "N must be <= d = 4"),
+        (["--positional", "concat"], "positional_dim must be >= 1"),
+        (["--model", "theory", "--positional", "additive"], "positional must be 'none' or 'concat' for the theory"),
+        (["--lr", "-1"], "lr must be"),
+    ],
+)
+def test_bad_combinations_exit_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    status, out, err = run_cli(["train", "--steps", "2", "--ffn-dim", "8", *args, "--out", str(tmp_path / "run")], capsys)
+    assert status == 2
+    assert err.count("\n") == 1 and err.startswith("attnrank train: error:") and message in err, err
+    assert not (tmp_path / "run" / "checkpoint.pt").exists()
+
+
+def test_unknown_task_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["train", "--task", "sorting", "--out", str(tmp_path)])
+    assert info.value.code == 2
+
+
+def test_init_file_mismatch_and_corruption_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    weights = save_full_rank(tmp_path / "full.safetensors", 4, 10.0)
+    common = ["train", "--task", "nearest", "--N", "2", "--keys", "orthonormal", "--model", "theory", "--steps", "2"]
+    status, _, err = run_cli([*common, "--d", "6", "--rank", "6", "--temperature", "10", "--init", str(weights), "--out", str(tmp_path / "a")], capsys)
+    assert status == 2 and "d is 4 in the file but 6 in the config" in err, err
+    status, _, err = run_cli([*common, "--d", "4", "--rank", "4", "--temperature", "3", "--init", str(weights), "--out", str(tmp_path / "b")], capsys)
+    assert status == 2 and "temperature is 10.0 in the file but 3.0 in the config" in err, err
+    status, _, err = run_cli([*common, "--d", "4", "--rank", "4", "--attention", "hardmax", "--init", str(weights), "--out", str(tmp_path / "c")], capsys)
+    assert status == 2 and "attention is softmax in the file but hardmax in the config" in err, err
+    broken = tmp_path / "broken.safetensors"
+    broken.write_bytes(weights.read_bytes()[:100])
+    status, _, err = run_cli([*common, "--d", "4", "--rank", "4", "--temperature", "10", "--init", str(broken), "--out", str(tmp_path / "d")], capsys)
+    assert status == 2 and "init weight file refused" in err and "broken.safetensors" in err, err
+    status, _, err = run_cli([*common, "--d", "4", "--rank", "4", "--init", str(tmp_path / "missing.safetensors"), "--out", str(tmp_path / "e")], capsys)
+    assert status == 2 and "init weight file not found" in err
+    status, _, err = run_cli([*common, "--d", "4", "--rank", "4", "--temperature", "10", "--init", str(weights), "--model", "encoder", "--out", str(tmp_path / "f")], capsys)
+    assert status == 2 and "use model='theory' with init" in err
+
+
+def test_corrupt_checkpoint_is_refused_by_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["train", *TINY_ARGS, "--steps", "10", "--checkpoint-every", "5", "--out", str(tmp_path)]
+    assert run_cli(args, capsys)[0] == 0
+    (tmp_path / "result.json").unlink()
+    (tmp_path / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    status, _, err = run_cli(args, capsys)
+    assert status == 2 and "corrupt or unreadable checkpoint" in err and "checkpoint.pt" in err
+
+
+def _subprocess_train(out: Path, extra: list[str]) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "experiments.cli", "train", *TINY_ARGS, *extra, "--out", str(out), "--json"]
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_sigkill_then_rerun_matches_an_uninterrupted_run(tmp_path: Path) -> None:
+    """Kill a training process (SIGKILL) once a checkpoint exists, re-run the same command: bitwise the same result."""
+    extra = ["--steps", "300", "--checkpoint-every", "20", "--log-every", "10", "--seed", "3"]
+    killed = _subprocess_train(tmp_path / "killed", extra)
+    checkpoint = tmp_path / "killed" / "checkpoint.pt"
+    deadline = time.monotonic() + 120
+    while not checkpoint.exists() and killed.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert killed.poll() is None, "the run finished before it could be killed; raise --steps"
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait()
+    assert killed.returncode == -signal.SIGKILL
+    step_at_kill = torch.load(checkpoint, weights_only=True)["step"]
+    assert 0 < step_at_kill < 300 and not (tmp_path / "killed" / "result.json").exists()
+
+    resumed = _subprocess_train(tmp_path / "killed", extra)
+    straight = _subprocess_train(tmp_path / "straight", extra)
+    out_resumed, err_resumed = resumed.communicate(timeout=300)
+    out_straight, err_straight = straight.communicate(timeout=300)
+    assert resumed.returncode == 0, err_resumed
+    assert straight.returncode == 0, err_straight
+    a, b = json.loads(out_resumed), json.loads(out_straight)
+    assert (a["final_loss"], a["best_loss"], a["steps"]) == (b["final_loss"], b["best_loss"], b["steps"])
+    pa = torch.load(tmp_path / "killed" / "checkpoint.pt", weights_only=True)["model"]
+    pb = torch.load(tmp_path / "straight" / "checkpoint.pt", weights_only=True)["model"]
+    assert all(torch.equal(pa[k], pb[k]) for k in pb)
+    print(f"killed at checkpoint step {step_at_kill}; final loss {a['final_loss']!r} == {b['final_loss']!r}")
+
+
+def test_analyze_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["train", "--task", "nearest", "--d", "4", "--N", "2", "--keys", "orthonormal", "--rank", "2",
+            "--model", "theory", "--steps", "10", "--batch-size", "16", "--out", str(tmp_path)]
+    assert run_cli(args, capsys)[0] == 0
+    status, out, _ = run_cli(["analyze", str(tmp_path), "--samples", "2000", "--json"], capsys)
+    assert status == 0
+    report = json.loads(out)
+    assert report["layers"][0]["heads"] == 2 and len(report["layers"][0]["per_head"]) == 2
+    assert report["theorem2"]["H"] == 2 and report["theorem2"]["n_samples"] == 2000
+    assert (tmp_path / "analysis.json").exists()
+    status, out, _ = run_cli(["analyze", str(tmp_path), "--samples", "200"], capsys)
+    assert status == 0 and "angle_to_I_deg" in out and "bound_lower" in out
+    status, _, err = run_cli(["analyze", str(tmp_path / "nowhere")], capsys)
+    assert status == 2 and "run directory not found" in err
