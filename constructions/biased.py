@@ -72,7 +72,9 @@ class BiasedConstruction:
         return float(self.d * self.heads * np.max(norms) ** 2)
 
 
-def build_biased_construction(d: int, temperature: float = math.inf, grid: BiasGrid | None = None) -> BiasedConstruction:
+def build_biased_construction(
+    d: int, temperature: float = math.inf, grid: BiasGrid | None = None
+) -> BiasedConstruction:
     """Weights of the full-rank construction (one head per bias).
 
     Args:
@@ -92,7 +94,9 @@ def build_biased_construction(d: int, temperature: float = math.inf, grid: BiasG
     eye = np.broadcast_to(np.eye(d), (M, d, d)).copy()  # (M, d, d)
     biases = grid.biases  # (M,)
     score_bias = np.stack([-0.5 * biases, 0.5 * biases], axis=1)  # (M, 2): score difference x_1 - x_2 is s - b_j
-    return BiasedConstruction(Q=eye, K=eye.copy(), V=eye.copy(), score_bias=score_bias, temperature=temperature, grid=grid)
+    return BiasedConstruction(
+        Q=eye, K=eye.copy(), V=eye.copy(), score_bias=score_bias, temperature=temperature, grid=grid
+    )
 
 
 def _error_given_zeta(zeta: float, temperature: float, grid: BiasGrid) -> float:
@@ -129,7 +133,8 @@ def predicted_error(d: int, temperature: float, grid: BiasGrid | None = None, ke
     exponent = 0.5 * (d - 3)
     nodes, weights = roots_jacobi(32, exponent, exponent)  # (32,) over t = <x_1, x_2>
     weights = weights / np.sum(weights)
-    return float(sum(w * _error_given_zeta(2.0 * (1.0 - t), temperature, grid) for t, w in zip(nodes, weights)))
+    errors = [_error_given_zeta(2.0 * (1.0 - t), temperature, grid) for t in nodes]  # (32,) given t
+    return float(np.dot(weights, errors))
 
 
 def asymptotic_error(d: int, temperature: float, grid: BiasGrid | None = None) -> float:

@@ -111,7 +111,9 @@ def draw(rows: list[dict[str, Any]], path: Path) -> None:
         part = [row for row in rows if row["r"] == r]
         b = [row["budget"] for row in part]
         (line,) = ax.plot(b, [row["heldout"] for row in part], marker="o", label=f"r = {r}: held-out error")
-        ax.plot(b, [row["dual"] for row in part], ls=":", color=line.get_color(), label=f"r = {r}: certified (empirical)")
+        ax.plot(
+            b, [row["dual"] for row in part], ls=":", color=line.get_color(), label=f"r = {r}: certified (empirical)"
+        )
         ax.plot(b, [row["floor"] for row in part], ls="--", color=line.get_color(), alpha=0.6, label=f"r = {r}: floor")
     ax.axhline(FLOOR_LEVEL_ABSOLUTE, color="grey", lw=0.8)
     ax.set_xscale("log")

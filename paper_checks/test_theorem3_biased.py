@@ -39,6 +39,7 @@ from constructions.biased_dictionary import (
 from theory.attention import multihead_attention
 from theory.biased_target import (
     bias_grid,
+    biased_target,
     bulk_simple_part,
     in_bulk,
     margin,
@@ -74,7 +75,9 @@ def test_decomposition(record_claim):
     z = X[:, 0] - X[:, 1]  # (n, d)
     shifted = y + grid.delta * z / np.sum(z * z, axis=1, keepdims=True)  # (n, d)
     F_shift = sum(biased_nearest_neighbor(X, shifted, b) for b in grid.biases)
-    both = bulk & (np.abs(s + grid.delta) < grid.bulk_half_width) & (np.abs(margin(X, shifted) - s - grid.delta) < 1e-12)
+    both = (
+        bulk & (np.abs(s + grid.delta) < grid.bulk_half_width) & (np.abs(margin(X, shifted) - s - grid.delta) < 1e-12)
+    )
     periodic = np.max(np.abs(F_shift - F - z)[both])
     assert periodic < 1e-10 * grid.count, f"F(s + delta) - F(s) differs from z by {periodic}"
     # Fourier content of the sawtooth over one period: sine coefficients 1 / (pi k), no cosines.
@@ -92,7 +95,8 @@ def test_decomposition(record_claim):
     record_claim(
         measured=f"identity err {identity:.1e}, periodicity err {periodic:.1e}, sine coeffs {np.round(sines, 5)}, "
         f"||O||^2 MC {energy.mean:.5f} +- {energy.stderr:.5f}",
-        reference=f"exact sum of biased NN (theory.targets); 1/(pi k); quadrature ||O||^2 = {moments.oscillation_energy:.5f}",
+        reference="exact sum of biased NN (theory.targets); 1/(pi k); "
+        f"quadrature ||O||^2 = {moments.oscillation_energy:.5f}",
     )
 
 
@@ -108,7 +112,7 @@ def test_full_rank_construction(record_claim, tmp_path):
         exact = predicted_error(d, T, grid)
         est = estimate_error(
             lambda X, y, c=c, T=T: multihead_attention(c.Q, c.K, c.V, X, y, T, c.score_bias),
-            lambda X, y: sum(biased_nearest_neighbor(X, y, b) for b in grid.biases),
+            lambda X, y: biased_target(X, y, grid),  # equals the literal sum (test_decomposition)
             lambda n, r: sample_biased_context(n, d, r),
             20000,
             rng,
@@ -116,15 +120,16 @@ def test_full_rank_construction(record_claim, tmp_path):
         assert est.contains(exact), f"T={T}: MC {est.mean} +- {est.stderr} vs quadrature {exact}"
         predicted.append(exact)
         measured.append(est)
-    assert all(a > b for a, b in zip(predicted, predicted[1:])), predicted
+    assert all(a > b for a, b in zip(predicted, predicted[1:], strict=False)), predicted
     ratio = predicted[-1] / asymptotic_error(d, temperatures[-1], grid)
     assert abs(ratio - 1) < 0.01, ratio
     hard = build_biased_construction(d, math.inf, grid)
     X, y = sample_biased_context(5000, d, rng)
     exact_error = np.max(
-        np.abs(multihead_attention(hard.Q, hard.K, hard.V, X, y, math.inf, hard.score_bias) - sum(
-            biased_nearest_neighbor(X, y, b) for b in grid.biases
-        ))
+        np.abs(
+            multihead_attention(hard.Q, hard.K, hard.V, X, y, math.inf, hard.score_bias)
+            - sum(biased_nearest_neighbor(X, y, b) for b in grid.biases)
+        )
     )
     assert exact_error < 1e-10
     path = save_biased_construction(tmp_path / "biased.safetensors", build_biased_construction(d, 300.0, grid))
@@ -133,9 +138,11 @@ def test_full_rank_construction(record_claim, tmp_path):
     result = evaluate_weight_file(path, task="biased", samples=20000, seed=3)
     assert result["within_4_stderr"], result
     record_claim(
-        measured="T: " + ", ".join(f"{T:g}: {m.mean:.2e}+-{m.stderr:.1e}" for T, m in zip(temperatures, measured))
+        measured="T: "
+        + ", ".join(f"{T:g}: {m.mean:.2e}+-{m.stderr:.1e}" for T, m in zip(temperatures, measured, strict=True))
         + f"; hardmax max err {exact_error:.1e}; attnrank eval at T=300: {result['mse']:.3e}+-{result['stderr']:.1e}",
-        reference="quadrature " + ", ".join(f"{p:.2e}" for p in predicted)
+        reference="quadrature "
+        + ", ".join(f"{p:.2e}" for p in predicted)
         + f"; asymptote 2(2ln2-1)/T sum p(b_j) ratio {ratio:.4f}; budget d H = {d * grid.count}",
     )
 
@@ -156,10 +163,10 @@ def test_smoothing_floor_threshold(record_claim):
     kappas = [head_correlation_bound(d, r, grid) for r in ranks]
     closed = [closed_form_correlation_bound(d, r, grid.delta) for r in ranks if r >= 2]
     # The closed form is an independent (cruder) upper bound on kappa: it must dominate the quadrature value.
-    assert all(k <= cf * (1 + 1e-6) for k, cf in zip(kappas[1:], closed))
+    assert all(k <= cf * (1 + 1e-6) for k, cf in zip(kappas[1:], closed, strict=True))
     # The paper's heuristic (mean smoothing variance) understates the correlation (Jensen), as derived.
     heuristics = [heuristic_correlation(d, r, grid) for r in ranks]
-    assert all(h <= k for h, k in zip(heuristics, kappas))
+    assert all(h <= k for h, k in zip(heuristics, kappas, strict=True))
     assert np.all(np.diff(s2[::-1]) > 0), "threshold must grow with d - r"
     assert slope > 1.0 and np.max(np.abs(residual)) < 2.0, (slope, residual)
     # Floor at a polynomial budget (S = H max||V|| with H = M heads of norm 1, the construction's size) for r = d - 2.
@@ -204,7 +211,8 @@ def test_dictionary_certificate(record_claim):
     assert results[1][1] < 1e-6, results
     record_claim(
         measured="; ".join(
-            f"r={r} (H={rows[r][0]}): " + ", ".join(f"B={B:g}: P={p:.4f} D={q:.4f} held={h:.4f}+-{e:.4f}" for B, p, q, h, e, _ in rows[r][2])
+            f"r={r} (H={rows[r][0]}): "
+            + ", ".join(f"B={B:g}: P={p:.4f} D={q:.4f} held={h:.4f}+-{e:.4f}" for B, p, q, h, e, _ in rows[r][2])
             for r in rows
         ),
         reference=f"energy after projecting out A ~ {rows[d - 1][1]:.4f}; floor at the solutions' sum|a_h| "

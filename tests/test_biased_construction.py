@@ -23,9 +23,9 @@ from constructions.biased_dictionary import (
 )
 from constructions.weights_io import load_weights
 from experiments.cli import main
+from tests.strategies import seeds
 from theory.attention import attention_weights
 from theory.biased_target import bias_grid, biased_target, sample_biased_context
-from tests.strategies import seeds
 
 
 @settings(max_examples=10)
@@ -61,7 +61,12 @@ def test_dictionary_weights_agree_with_the_reference_evaluator(seed):
     D = concatenate(aligned_heads(d, r, 1, grid, rng), random_heads(d, r, 6, rng))
     X, y = sample_biased_context(50, d, rng)
     ref = np.stack(
-        [attention_weights(D.Q[h : h + 1], D.K[h : h + 1], X, y, float(D.temperature[h]), D.score_bias[h : h + 1])[:, 0, 0] for h in range(D.heads)],
+        [
+            attention_weights(D.Q[h : h + 1], D.K[h : h + 1], X, y, float(D.temperature[h]), D.score_bias[h : h + 1])[
+                :, 0, 0
+            ]
+            for h in range(D.heads)
+        ],
         axis=1,
     )
     assert np.allclose(first_key_weights(D, X, y), ref, atol=1e-12)
@@ -87,7 +92,7 @@ def test_dual_below_primal_and_gram_matches_direct_evaluation():
 
 
 def test_certificate_catches_a_bad_claim():
-    """Negative control: with full-rank heads the certified bound drops to ~0 (so a low-rank floor would be violated)."""
+    """Negative control: full-rank heads drive the certified error to ~0 (a low-rank floor check would fail)."""
     d = 3
     grid = bias_grid(d)
     D = aligned_heads(d, d, 1, grid, np.random.default_rng(0))

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.strategies import seeds
 from theory.biased_target import (
     bias_count,
     bias_grid,
@@ -26,7 +27,6 @@ from theory.biased_target import (
 )
 from theory.monte_carlo import estimate_mean
 from theory.targets import biased_nearest_neighbor
-from tests.strategies import seeds
 
 
 def test_default_grid_has_2d2_plus_1_biases_covering_four_sd():

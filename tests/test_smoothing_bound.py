@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from theory.biased_target import bias_grid, sawtooth
+from theory.monte_carlo import estimate_mean
 from theory.smoothing_bound import (
     closed_form_correlation_bound,
     error_floor,
@@ -22,7 +23,6 @@ from theory.smoothing_bound import (
     threshold_norm_sum,
     value_norm_sum,
 )
-from theory.monte_carlo import estimate_mean
 
 
 def test_smoothed_sawtooth_matches_monte_carlo():
@@ -31,7 +31,7 @@ def test_smoothed_sawtooth_matches_monte_carlo():
     t = np.array([0.05, 0.13, 0.31])
     sigma, delta = 0.06, 0.35
     series = smoothed_sawtooth(t, sigma, delta)
-    for ti, si in zip(t, series):
+    for ti, si in zip(t, series, strict=True):
         samples = sawtooth((ti + sigma * rng.standard_normal(200000)) / delta)
         assert estimate_mean(samples).contains(si)
     assert np.all(np.abs(series) <= smoothed_sawtooth_sup_bound(sigma, delta) + 1e-15)
@@ -49,7 +49,7 @@ def test_correlation_bound_decreases_as_rank_drops_and_dominated_by_closed_form(
     d = 7
     grid = bias_grid(d)
     kappas = [head_correlation_bound(d, r, grid) for r in range(1, d + 1)]
-    assert all(a < b for a, b in zip(kappas, kappas[1:]))
+    assert all(a < b for a, b in zip(kappas, kappas[1:], strict=False))
     assert kappas[-1] == pytest.approx(math.sqrt(2) / 2)
     for r in range(2, d):
         assert kappas[r - 1] <= closed_form_correlation_bound(d, r, grid.delta) * (1 + 1e-6)

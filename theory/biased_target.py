@@ -97,7 +97,9 @@ def bias_grid(d: int, m: int | None = None, delta: float | None = None, coverage
     d = check_dimension(d)
     m = d * d if m is None else check_int("m", m, minimum=1)
     coverage = check_real("coverage", coverage, minimum=0.0, strict_minimum=True)
-    delta = coverage * math.sqrt(2.0) / m if delta is None else check_real("delta", delta, minimum=0.0, strict_minimum=True)
+    delta = (
+        coverage * math.sqrt(2.0) / m if delta is None else check_real("delta", delta, minimum=0.0, strict_minimum=True)
+    )
     return BiasGrid(m=m, delta=delta)
 
 
@@ -111,7 +113,9 @@ def _check_grid(grid: Any, d: int) -> BiasGrid:
     if grid is None:
         return bias_grid(d)
     if not isinstance(grid, BiasGrid):
-        raise ValueError(f"grid must be a BiasGrid (see theory.biased_target.bias_grid) or None, got {type(grid).__name__}")
+        raise ValueError(
+            f"grid must be a BiasGrid (see theory.biased_target.bias_grid) or None, got {type(grid).__name__}"
+        )
     return grid
 
 
@@ -355,7 +359,9 @@ def gaussian_expectation(
         width = check_real("refine", refine, minimum=0.0, strict_minimum=True)
         offsets = width * 2.0 ** np.arange(0, 64)  # (64,)
         offsets = offsets[offsets < 0.5 * grid.delta]  # (K,)
-        extra = np.concatenate([(edges[:, None] + offsets[None, :]).ravel(), (edges[:, None] - offsets[None, :]).ravel()])
+        extra = np.concatenate(
+            [(edges[:, None] + offsets[None, :]).ravel(), (edges[:, None] - offsets[None, :]).ravel()]
+        )
         edges = np.unique(np.concatenate([edges, extra]))  # sorted, graded towards every multiple of delta
     nodes, weights = roots_legendre(16)  # (16,)
     lo, hi = edges[:-1], edges[1:]  # (P,)
@@ -395,12 +401,18 @@ def population_moments(grid: BiasGrid, d: int, keys: str = "orthonormal", n_node
             c = np.searchsorted(biases, s, side="left").astype(np.float64)  # (P,)
             p = sawtooth(s / grid.delta)  # (P,)
             return np.stack(
-                [zeta * p * p, zeta * (c - 0.5 * M - p) * p, M * M + zeta * (c - p) * (c - p - M), M * M + zeta * c * (c - M)]
+                [
+                    zeta * p * p,
+                    zeta * (c - 0.5 * M - p) * p,
+                    M * M + zeta * (c - p) * (c - p - M),
+                    M * M + zeta * c * (c - M),
+                ]
             )  # (4, P)
 
-        return np.array(
-            [gaussian_expectation(lambda s, i=i: integrand(s)[i], math.sqrt(zeta), grid) for i in range(4)]
-        )  # (4,)
+        def component(i: int) -> Callable[[FloatArray], FloatArray]:
+            return lambda s: integrand(s)[i]
+
+        return np.array([gaussian_expectation(component(i), math.sqrt(zeta), grid) for i in range(4)])  # (4,)
 
     if keys == "orthonormal":
         values = moments_given(2.0)
@@ -408,7 +420,7 @@ def population_moments(grid: BiasGrid, d: int, keys: str = "orthonormal", n_node
         exponent = 0.5 * (d - 3)  # density of t proportional to (1 - t)^a (1 + t)^a with a = (d - 3) / 2
         nodes, weights = roots_jacobi(n_nodes, exponent, exponent)  # (n_nodes,)
         weights = weights / np.sum(weights)
-        values = sum(w * moments_given(2.0 * (1.0 - t)) for t, w in zip(nodes, weights))
+        values = sum(w * moments_given(2.0 * (1.0 - t)) for t, w in zip(nodes, weights, strict=True))
     return BiasedMoments(
         oscillation_energy=float(values[0]),
         overlap=float(values[1]),

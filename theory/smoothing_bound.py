@@ -188,7 +188,7 @@ def head_correlation_bound(d: int, r: int, grid: BiasGrid | None = None, keys: s
     nodes, weights = roots_jacobi(64, exponent, exponent)  # (64,) t = <x_1, x_2>
     weights = weights / np.sum(weights)
     total = 0.0
-    for t, w in zip(nodes, weights):
+    for t, w in zip(nodes, weights, strict=True):
         zeta_norm2 = 2.0 * (1.0 - t)
         inner = 0.5 if r == d else _beta_expectation_of_m(zeta_norm2, a, b, grid.delta)
         total += w * math.sqrt(zeta_norm2) * inner
@@ -223,7 +223,7 @@ def closed_form_correlation_bound(d: int, r: int, delta: float) -> float:
 
 
 def budget_exponent(d: int, delta: float) -> float:
-    """c = 2 log(2 pi sqrt(2/d) / delta): the closed-form bound decays like e^{-c (d - r) / 2} in kappa, e^{-c (d-r)} in S^2.
+    """c = 2 log(2 pi sqrt(2/d) / delta): the closed-form kappa bound ~ e^{-c (d - r) / 2}, so S*^2 ~ e^{c (d - r)}.
 
     Args:
         d: ambient dimension (>= 2).
