@@ -17,10 +17,10 @@ token's code into the query's pos coordinate, so after layer 1 the query holds
 tally = #(heads picking x_1) - #(heads picking x_2)   (softmax: sum_h (w_h1 - w_h2)).
 
 Layer 2, one head (rank 1). Q = K = e_pos^T: score_i = T * tally * c_i, i.e. +T tally for x_1 and -T tally for x_2, so
-the head picks x_1 iff tally > 0 (a tie, tally = 0 exactly, splits the weight evenly under hardmax). V copies the content
-block into the out block (V[d+1+k, k] = 1): the query's out block becomes the picked token (or the average on a tie).
-The readout reads the out block. The query's content block still holds y (the residual), which is why the output needs
-its own d coordinates: no linear readout of [y + x_win] alone could remove y.
+the head picks x_1 iff tally > 0 (a tie, tally = 0 exactly, splits the weight evenly under hardmax). V copies the
+content block into the out block (V[d+1+k, k] = 1): the query's out block becomes the picked token (or the average
+on a tie). The readout reads the out block. The query's content block still holds y (the residual), which is why the
+output needs its own d coordinates: no linear readout of [y + x_win] alone could remove y.
 
 Without the codes (``positional_codes=False``: c_1 = c_2 = 0) layer 1 writes 0, the tally is always 0, layer 2 sees a
 tie and outputs (x_1 + x_2) / 2, whose error is exactly 1/2 on D_2: the scratch coordinate is what lets a rank-1 head

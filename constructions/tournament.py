@@ -151,9 +151,7 @@ def tournament_weights(directions: npt.ArrayLike, N: int) -> MultiLayerWeights:
     )
 
 
-def build_tournament(
-    d: int, N: int, heads: int, rng: np.random.Generator, temperature: float = math.inf
-) -> Tournament:
+def build_tournament(d: int, N: int, heads: int, rng: np.random.Generator, temperature: float = math.inf) -> Tournament:
     """Draw H uniform directions and build the N-token plurality vote + round robin (prediction not computed).
 
     Args:

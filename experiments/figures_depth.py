@@ -29,7 +29,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from theory.bounds import min_heads  # noqa: E402
-from theory.majority_vote_error import majority_vote_asymptote, majority_vote_heads  # noqa: E402
+from theory.majority_vote_error import (  # noqa: E402
+    majority_vote_asymptote,
+    majority_vote_error,
+    majority_vote_heads,
+)
 from theory.monte_carlo import DEFAULT_Z  # noqa: E402
 from theory.plurality_vote import plurality_vote_errors  # noqa: E402
 from theory.validation import check_real  # noqa: E402
@@ -48,6 +52,27 @@ def heads_rows(d_values: Sequence[int], eps_values: Sequence[float]) -> list[dic
                     "two_layer_heads": majority_vote_heads(d, eps),
                     "asymptote_heads": d / eps**2,
                     "one_layer_min_heads_log10": math.log10(one_layer),
+                }
+            )
+    return rows
+
+
+def majority_rows(d_values: Sequence[int], head_values: Sequence[int], samples: int, seed: int) -> list[dict[str, Any]]:
+    """Rows (d, H, exact error, sqrt(d/H), refined asymptote, Monte Carlo mean and s.e. with fresh heads per sample)."""
+    rows = []
+    for d in d_values:
+        estimates = plurality_vote_errors(d, 2, head_values, samples, np.random.default_rng([seed, d]))
+        for H, estimate in estimates.items():
+            rows.append(
+                {
+                    "d": d,
+                    "H": H,
+                    "exact": majority_vote_error(d, H),
+                    "asymptote": majority_vote_asymptote(d, H),
+                    "refined_asymptote": majority_vote_asymptote(d, H, refined=True),
+                    "mc": estimate.mean,
+                    "mc_stderr": estimate.stderr,
+                    "n_samples": estimate.n_samples,
                 }
             )
     return rows
@@ -122,7 +147,7 @@ def heads_needed(rows: Sequence[dict[str, Any]], N: int, eps: float, shift: floa
         raise ValueError(f"no rows for N = {N}")
     if values[0][1] <= eps:
         return float(values[0][0])
-    for (h0, e0), (h1, e1) in zip(values, values[1:]):
+    for (h0, e0), (h1, e1) in zip(values, values[1:], strict=False):
         if e1 <= eps < e0:
             if e1 <= 0:
                 return float(h1)
@@ -231,17 +256,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     head_grid = [16, 64, 256, 1024] if quick else [16, 64, 256, 1024, 4096, 16384]
     samples = args.samples or (1500 if quick else 4000)
     heads = draw_heads_figure(args.out_dir / "theorem5_heads.png")
+    majority = majority_rows([16, 64], [11, 101, 1001] if quick else [11, 101, 1001, 10001], samples * 5, args.seed)
     rows = scaling_rows(args.d, n_values, head_grid, samples, args.seed)
     table = needed_table(rows, args.eps)
     draw_scaling_figure(rows, table, args.out_dir / "conjecture6_scaling.png")
-    report = {"heads": heads, "scaling": rows, "needed": table, "needed_exponent_in_N": fit_exponent(table)}
+    report = {
+        "majority": majority,
+        "heads": heads,
+        "scaling": rows,
+        "needed": table,
+        "needed_exponent_in_N": fit_exponent(table),
+    }
     (args.out_dir / "depth_tables.json").write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
+    print(_markdown(majority, ["d", "H", "exact", "asymptote", "refined_asymptote", "mc", "mc_stderr", "n_samples"]))
+    print()
     print(_markdown(heads, ["d", "eps", "two_layer_heads", "asymptote_heads", "one_layer_min_heads_log10"]))
     print()
     print(_markdown(rows, ["N", "H", "error", "stderr", "n_samples"]))
     print()
-    print(_markdown(table, ["N", "heads_needed", "heads_needed_low", "heads_needed_high", "scratch_p", "layers",
-                            "later_heads", "full_rank_heads"]))
+    print(
+        _markdown(
+            table,
+            [
+                "N",
+                "heads_needed",
+                "heads_needed_low",
+                "heads_needed_high",
+                "scratch_p",
+                "layers",
+                "later_heads",
+                "full_rank_heads",
+            ],
+        )
+    )
     print(f"\nfitted exponent of heads_needed in N: {report['needed_exponent_in_N']:.3f}")
     return 0
 

@@ -44,7 +44,9 @@ D = 16
 def grows_with_n(estimates: dict[int, MonteCarloEstimate]) -> bool:
     """True when every step to a larger N raises the error by more than 4 combined standard errors."""
     ordered = [estimates[N] for N in sorted(estimates)]
-    return all(b.mean - a.mean > DEFAULT_Z * math.hypot(a.stderr, b.stderr) for a, b in zip(ordered, ordered[1:]))
+    return all(
+        b.mean - a.mean > DEFAULT_Z * math.hypot(a.stderr, b.stderr) for a, b in zip(ordered, ordered[1:], strict=False)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +59,8 @@ def fixed_heads_errors():
 def test_error_grows_with_n_at_fixed_heads(fixed_heads_errors, record_claim):
     H, estimates = fixed_heads_errors
     record_claim(
-        measured=f"d={D}, H={H}: " + ", ".join(f"N={N}: {e.mean:.3f} +- {e.stderr:.3f}" for N, e in estimates.items())
+        measured=f"d={D}, H={H}: "
+        + ", ".join(f"N={N}: {e.mean:.3f} +- {e.stderr:.3f}" for N, e in estimates.items())
         + " (n=3000 each)",
         reference="each step up in N must raise the error by > 4 combined s.e.; full-rank head: 0 for every N",
     )
@@ -79,7 +82,7 @@ def test_heads_needed_grow_with_n(record_claim):
     )
     for N, estimate in estimates.items():
         assert estimate.mean - DEFAULT_Z * estimate.stderr > eps, (N, estimate)
-    assert all(widths[a] < widths[b] for a, b in zip(sorted(widths), sorted(widths)[1:]))
+    assert all(widths[a] < widths[b] for a, b in zip(sorted(widths), sorted(widths)[1:], strict=False))
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +121,9 @@ def test_negative_control_growth_criterion_rejects_full_rank(full_rank_errors, f
     assert not grows_with_n(full_rank_errors)
 
 
-@pytest.mark.claim("Conjecture 6 evidence: the 3-layer rank-1 extension, run through the evaluator, matches its simulator")
+@pytest.mark.claim(
+    "Conjecture 6 evidence: the 3-layer rank-1 extension, run through the evaluator, matches its simulator"
+)
 def test_extension_through_evaluator_matches_simulator(record_claim):
     d, N, H = 8, 6, 41
     rng = np.random.default_rng(60)
@@ -146,11 +151,12 @@ def test_scaling_table(record_claim, full_mode, report_dir):
     table = needed_table(rows, 0.25)
     exponent = fit_exponent(table)
     record_claim(
-        measured="heads for eps=0.25: " + ", ".join(f"N={r['N']}: {r['heads_needed']:.0f}" for r in table)
+        measured="heads for eps=0.25: "
+        + ", ".join(f"N={r['N']}: {r['heads_needed']:.0f}" for r in table)
         + f"; exponent in N {exponent:.2f}",
         reference="a bounded (flat) curve would be evidence against Conjecture 6; full rank: 1 head",
     )
     needed = [r["heads_needed"] for r in table]
-    assert all(b > a for a, b in zip(needed, needed[1:])) and exponent > 0.3
+    assert all(b > a for a, b in zip(needed, needed[1:], strict=False)) and exponent > 0.3
     if full_mode:
         draw_scaling_figure(rows, table, report_dir / "conjecture6_scaling.png")

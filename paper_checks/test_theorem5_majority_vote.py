@@ -3,7 +3,8 @@
 Claim in our words: a two-layer transformer whose heads all have rank 1, with positional/scratch coordinates
 concatenated to the tokens, approximates the nearest neighbour of two keys to error eps with H = O(d / eps^2) heads
 ("majority vote"): layer-1 heads vote with their sign of <q, y><q, x_1 - x_2>, a scratch coordinate of the query holds
-the tally, and one layer-2 rank-1 head copies the winner. One layer at rank 1 needs exponentially many heads (Theorem 2).
+the tally, and one layer-2 rank-1 head copies the winner. One layer at rank 1 needs exponentially many heads
+(Theorem 2).
 
 What is compared with what:
 - Monte Carlo error of the construction through the multi-layer reference evaluator (theory.multilayer) vs the exact
@@ -106,8 +107,10 @@ def test_asymptote_and_paper_ratios(record_claim):
     ratios = {d: majority_vote_error(d, H) / majority_vote_asymptote(d, H) for d in paper}
     refined = {d: majority_vote_error(d, H) / majority_vote_asymptote(d, H, refined=True) for d in paper}
     record_claim(
-        measured="exact/sqrt(d/H) at H=1e5: " + ", ".join(f"d={d}: {r:.4f}" for d, r in ratios.items())
-        + "; exact/(sqrt(2 pi) c_d/sqrt H): " + ", ".join(f"{r:.4f}" for r in refined.values()),
+        measured="exact/sqrt(d/H) at H=1e5: "
+        + ", ".join(f"d={d}: {r:.4f}" for d, r in ratios.items())
+        + "; exact/(sqrt(2 pi) c_d/sqrt H): "
+        + ", ".join(f"{r:.4f}" for r in refined.values()),
         reference="PAPER.md: 0.95 / 0.99 / 0.995 (2-3 significant digits); derived limit 1",
     )
     for d, value in paper.items():
@@ -135,7 +138,9 @@ def test_decay_exponent(record_claim):
     assert abs(mc_slope - exact_grid_slope) <= DEFAULT_Z * mc_se
 
 
-@pytest.mark.claim("Theorem 5: H = O(d / eps^2) heads suffice (fitted exponents), vs Theorem 2's exponential one-layer count")
+@pytest.mark.claim(
+    "Theorem 5: H = O(d / eps^2) heads suffice (fitted exponents), vs Theorem 2's exponential one-layer count"
+)
 def test_head_count_exponents_and_theorem2(record_claim, full_mode, report_dir):
     ds, epss = [8, 16, 32, 64, 128], [0.2, 0.1, 0.05]
     rows = [(d, e, majority_vote_heads(d, e)) for d in ds for e in epss]
@@ -144,8 +149,10 @@ def test_head_count_exponents_and_theorem2(record_claim, full_mode, report_dir):
     one_layer = {d: min_heads(d, 1, 0.05) for d in (16, 32, 64)}
     two_layer = {d: majority_vote_heads(d, 0.05) for d in (16, 32, 64)}
     record_claim(
-        measured=f"log H = {coef[0]:.2f} + {coef[1]:.3f} log d + {coef[2]:.3f} log(1/eps) over d in {ds}, eps in {epss}; "
-        + "eps=0.05: " + ", ".join(f"d={d}: {two_layer[d]} (2 layers) vs >= {one_layer[d]:.3g} (1 layer)" for d in two_layer),
+        measured=f"log H = {coef[0]:.2f} + {coef[1]:.3f} log d + {coef[2]:.3f} log(1/eps) "
+        f"over d in {ds}, eps in {epss}; "
+        + "eps=0.05: "
+        + ", ".join(f"d={d}: {two_layer[d]} (2 layers) vs >= {one_layer[d]:.3g} (1 layer)" for d in two_layer),
         reference="derived H ~ d / eps^2 (exponents 1 and 2); Theorem 2 lower bound min_heads(d, 1, eps)",
     )
     assert abs(coef[1] - 1) < 0.1 and abs(coef[2] - 2) < 0.1
@@ -163,7 +170,11 @@ def test_head_count_exponents_and_theorem2(record_claim, full_mode, report_dir):
 @pytest.mark.claim("Theorem 5: every head of the construction has rank 1")
 def test_all_heads_rank_one(record_claim):
     built = build_majority_vote(16, 401, np.random.default_rng(0), predict=False)
-    ranks = [int(np.linalg.matrix_rank(Q.T @ K)) for layer in built.weights.layers for Q, K in zip(layer.Q, layer.K)]
+    ranks = [
+        int(np.linalg.matrix_rank(Q.T @ K))
+        for layer in built.weights.layers
+        for Q, K in zip(layer.Q, layer.K, strict=False)
+    ]
     record_claim(measured=f"ranks of Q_h^T K_h over {len(ranks)} heads: {sorted(set(ranks))}", reference="1")
     assert set(ranks) == {1}
 

@@ -20,7 +20,9 @@ def _run(capsys, argv):
 
 def test_construct_then_eval_majority_vote(tmp_path, capsys):
     path = tmp_path / "mv.safetensors"
-    status, out, _ = _run(capsys, ["construct", "majority-vote", "--d", "6", "--heads", "9", "--out", str(path), "--json"])
+    status, out, _ = _run(
+        capsys, ["construct", "majority-vote", "--d", "6", "--heads", "9", "--out", str(path), "--json"]
+    )
     assert status == 0
     built = json.loads(out)
     assert built["H"] == [9, 1] and built["p"] == 7 and built["L"] == 2 and built["r"] == 1
@@ -57,8 +59,16 @@ def test_eval_single_layer_with_score_bias_checks_N(tmp_path):
         "V": rng.standard_normal((h, d, d)),
         "score_bias": rng.standard_normal((h, 3)),
     }
-    metadata = {"construction": "t", "d": d, "r": 1, "H": h, "N": 3, "temperature": 2.0,
-                "predicted_error": math.nan, "layout": "single-layer"}
+    metadata = {
+        "construction": "t",
+        "d": d,
+        "r": 1,
+        "H": h,
+        "N": 3,
+        "temperature": 2.0,
+        "predicted_error": math.nan,
+        "layout": "single-layer",
+    }
     path = save_weights(tmp_path / "b.safetensors", tensors, metadata)
     result = evaluate_weight_file(path, samples=500, seed=0)
     assert result["N"] == 3 and math.isfinite(result["mse"]) and result["within_4_stderr"] is False
@@ -83,14 +93,18 @@ def test_eval_mismatches_exit_2(tmp_path, capsys):
 
 
 def test_construct_rejects_bad_arguments(tmp_path, capsys):
-    status, _, err = _run(capsys, ["construct", "majority-vote", "--d", "1", "--heads", "3", "--out", str(tmp_path / "x")])
+    status, _, err = _run(
+        capsys, ["construct", "majority-vote", "--d", "1", "--heads", "3", "--out", str(tmp_path / "x")]
+    )
     assert status == 2 and "d must be" in err
-    status, _, err = _run(capsys, ["construct", "majority-vote", "--d", "4", "--heads", "0", "--out", str(tmp_path / "x")])
+    status, _, err = _run(
+        capsys, ["construct", "majority-vote", "--d", "4", "--heads", "0", "--out", str(tmp_path / "x")]
+    )
     assert status == 2 and "H must be" in err
 
 
 def test_task_registry_entries_are_complete():
-    for name, task in EVAL_TASKS.items():
+    for task in EVAL_TASKS.values():
         assert callable(task.sampler) and callable(task.target) and task.description
     options = task_options("nearest", 5, 3, "orthonormal")
     X, y = EVAL_TASKS["nearest"].sampler(4, np.random.default_rng(0), options)

@@ -10,6 +10,7 @@ from scipy.integrate import quad
 
 from constructions.majority_vote import build_majority_vote, majority_vote_weights
 from constructions.weights_io import load_weights, save_weights
+from tests.strategies import seeds
 from theory.majority_vote_error import (
     head_success_probability,
     majority_vote_asymptote,
@@ -20,7 +21,6 @@ from theory.monte_carlo import estimate_mean
 from theory.multilayer import multilayer_forward, multilayer_streams
 from theory.sphere import coordinate_density, sample_context
 from theory.targets import nearest_neighbor
-from tests.strategies import seeds
 
 
 @given(d=st.integers(2, 24), H=st.integers(1, 40), seed=seeds)
@@ -28,7 +28,7 @@ def test_every_head_has_rank_one(d, H, seed):
     built = build_majority_vote(d, H, np.random.default_rng(seed), predict=False)
     assert built.weights.layer_heads == [H, 1] and built.weights.rank == 1
     for layer in built.weights.layers:
-        for Q, K in zip(layer.Q, layer.K):
+        for Q, K in zip(layer.Q, layer.K, strict=False):
             assert np.linalg.matrix_rank(Q.T @ K) == 1
 
 
@@ -80,6 +80,7 @@ def test_single_head_error_matches_independent_quadrature():
     for d in (2, 5, 16, 64):
         want = quad(lambda t, d=d: 2 * (1 - head_success_probability(t)) * coordinate_density(t, d), -1, 1, limit=200)
         assert majority_vote_error(d, 1) == pytest.approx(want[0], abs=1e-8)
+
         # H = 2: a tie (probability 2 p (1 - p)) costs 1/2, two wrong votes cost 2.
         def two(t, d=d):
             p = head_success_probability(t)
@@ -98,9 +99,13 @@ def test_hardmax_prediction_in_range_and_decreasing_in_odd_heads(d, j):
 def test_asymptote_constant_tends_to_one():
     # refined limit sqrt(2 pi) c_d / sqrt(H) is reached as H grows; sqrt(d / H) is its large-d limit
     for d in (8, 32):
-        ratios = [majority_vote_error(d, H) / majority_vote_asymptote(d, H, refined=True) for H in (10**3 + 1, 10**6 + 1)]
+        ratios = [
+            majority_vote_error(d, H) / majority_vote_asymptote(d, H, refined=True) for H in (10**3 + 1, 10**6 + 1)
+        ]
         assert abs(ratios[1] - 1) < abs(ratios[0] - 1) and abs(ratios[1] - 1) < 2e-3
-    gaps = [abs(majority_vote_asymptote(d, 1.0, refined=True) / majority_vote_asymptote(d, 1.0) - 1) for d in (4, 64, 4096)]
+    gaps = [
+        abs(majority_vote_asymptote(d, 1.0, refined=True) / majority_vote_asymptote(d, 1.0) - 1) for d in (4, 64, 4096)
+    ]
     assert gaps[0] > gaps[1] > gaps[2] and gaps[2] < 1e-3
 
 
@@ -110,11 +115,13 @@ def test_softmax_converges_to_hardmax(d, j):
     H = 2 * j + 1
     hard = majority_vote_error(d, H)
     gaps = [abs(majority_vote_error(d, H, T) - hard) for T in (3.0, 100.0, 3000.0)]
-    assert all(b <= a + 1e-9 for a, b in zip(gaps, gaps[1:])) and gaps[-1] < 0.01
+    assert all(b <= a + 1e-9 for a, b in zip(gaps, gaps[1:], strict=False)) and gaps[-1] < 0.01
 
 
 def test_softmax_lattice_is_converged():
-    assert majority_vote_error(8, 7, 20.0, lattice=64) == pytest.approx(majority_vote_error(8, 7, 20.0, lattice=512), abs=2e-4)
+    assert majority_vote_error(8, 7, 20.0, lattice=64) == pytest.approx(
+        majority_vote_error(8, 7, 20.0, lattice=512), abs=2e-4
+    )
 
 
 def test_softmax_single_head_matches_monte_carlo_through_the_evaluator():

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from constructions.weights_io import load_weights, save_weights
+from tests.strategies import dimension_and_rank, seeds, temperatures
 from theory.attention import multihead_attention
 from theory.multilayer import AttentionLayer, MultiLayerWeights, multilayer_forward, multilayer_streams
-from tests.strategies import dimension_and_rank, seeds, temperatures
 
 temperature_or_hardmax = st.one_of(st.just(math.inf), temperatures(0.1, 100.0))
 

@@ -8,12 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from constructions.tournament import build_tournament, tournament_weights
+from tests.strategies import seeds
 from theory.majority_vote_error import majority_vote_error
 from theory.multilayer import multilayer_forward
 from theory.plurality_vote import plurality_vote_errors
 from theory.sphere import sample_context
 from theory.targets import nearest_neighbor
-from tests.strategies import seeds
 
 
 @settings(max_examples=15)
@@ -36,7 +36,7 @@ def test_every_head_has_rank_one(N, H, seed):
     assert built.weights.layer_heads == [H, N * (N - 1) // 2, N + 1]
     assert built.weights.p == 1 + 2 * N + 5
     for layer in built.weights.layers:
-        for Q, K in zip(layer.Q, layer.K):
+        for Q, K in zip(layer.Q, layer.K, strict=False):
             assert np.linalg.matrix_rank(Q.T @ K) == 1
 
 

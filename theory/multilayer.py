@@ -92,7 +92,9 @@ class MultiLayerWeights:
         d, width = readout.shape
         N, p = codes.shape
         if d < 1 or N < 1:
-            raise ValueError(f"readout must have d >= 1 rows and context_codes N >= 1 rows, got {readout.shape}, {codes.shape}")
+            raise ValueError(
+                f"readout must have d >= 1 rows and context_codes N >= 1 rows, got {readout.shape}, {codes.shape}"
+            )
         if width != d + p:
             raise ValueError(f"readout must have shape (d, d + p) = ({d}, {d + p}), got {readout.shape}")
         if query_code.shape != (p,):
@@ -107,7 +109,9 @@ class MultiLayerWeights:
             V = check_array(f"layers[{index}].V", layer.V, ndim=3)
             h, r, width_q = Q.shape
             if h < 1 or r < 1 or width_q != width:
-                raise ValueError(f"layers[{index}].Q must have shape (H, r, D) with H, r >= 1 and D = {width}, got {Q.shape}")
+                raise ValueError(
+                    f"layers[{index}].Q must have shape (H, r, D) with H, r >= 1 and D = {width}, got {Q.shape}"
+                )
             if K.shape != Q.shape:
                 raise ValueError(f"layers[{index}].K must have shape {Q.shape} to match Q, got {K.shape}")
             if V.shape != (h, width, width):
