@@ -37,7 +37,7 @@ IntArray = npt.NDArray[np.int64]
 
 _LOG_PI = math.log(math.pi)
 # scipy's eval_jacobi returns binom(k + a, k) * P_k(t); beyond this log-size the factor overflows and we switch to
-# the normalised three-term recurrence (see ``_gegenbauer_recurrence``).
+# the normalised three-term recurrence (see ``_gegenbauer_single``).
 _LOG_JACOBI_NORMALISER_LIMIT = 600.0
 # Number of odd degrees summed term by term in ``sign_energy_tail`` before the Euler-Maclaurin remainder.
 _TAIL_DIRECT_TERMS = 1000
@@ -138,6 +138,16 @@ def _gegenbauer_recurrence(k_max: int, d: int, t: FloatArray) -> FloatArray:
     return table
 
 
+def _gegenbauer_single(k: int, d: int, t: FloatArray) -> FloatArray:
+    """Normalised P_k at t by the recurrence of ``_gegenbauer_recurrence``, keeping two rows (memory O(t.size))."""
+    previous, current = np.ones_like(t), np.array(t, dtype=np.float64)  # P_0, P_1
+    if k == 0:
+        return previous
+    for j in range(1, k):
+        previous, current = current, ((2 * j + d - 2) * t * current - j * previous) / (j + d - 2)
+    return current
+
+
 def gegenbauer(k: int, d: int, t: Any) -> float | FloatArray:
     """Gegenbauer polynomial P_k of dimension d, normalised so that P_k(1) = 1.
 
@@ -159,7 +169,7 @@ def gegenbauer(k: int, d: int, t: Any) -> float | FloatArray:
     if log_normaliser < _LOG_JACOBI_NORMALISER_LIMIT:
         values = special.eval_jacobi(np.int64(k), a, a, points) / special.binom(k + a, k)
     else:
-        values = _gegenbauer_recurrence(k, d, points)[k]
+        values = _gegenbauer_single(k, d, points)
     return _as_output(np.asarray(values, dtype=np.float64), points.ndim == 0)
 
 
