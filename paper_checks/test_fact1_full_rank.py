@@ -119,10 +119,9 @@ def test_fact1_longer_contexts_rate(record_claim):
         slope, stderr = _slope_with_stderr(lams, values)
         results.append((N, slope, stderr, values.mean(axis=0)))
     record_claim(
-        measured="; ".join(
-            f"N={N}: slope {s:.3f} +- {se:.3f} (E at lam=100: {m[0]:.4f})" for N, s, se, m in results
-        ),
-        reference=f"slope -1 (Fact 1 rate); d = {d}, n = {n} (N = 8) / {n // 2} (N = 32) common samples, lambda = 100..800, z = {Z}",
+        measured="; ".join(f"N={N}: slope {s:.3f} +- {se:.3f} (E at lam=100: {m[0]:.4f})" for N, s, se, m in results),
+        reference=f"slope -1 (Fact 1 rate); d = {d}, n = {n} (N = 8) / {n // 2} (N = 32) common samples, "
+        f"lambda = 100..800, z = {Z}",
     )
     for N, slope, stderr, _ in results:
         assert abs(slope + 1.0) <= Z * stderr, f"N={N}: slope {slope:.4f} +- {stderr:.4f} vs -1"

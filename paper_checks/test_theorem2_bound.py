@@ -93,7 +93,9 @@ def test_theorem2_paper_table(record_claim):
     assert not mismatches, mismatches
 
 
-def _random_rank_r_model_error(d: int, r: int, H: int, temperature: float, rng: np.random.Generator) -> MonteCarloEstimate:
+def _random_rank_r_model_error(
+    d: int, r: int, H: int, temperature: float, rng: np.random.Generator
+) -> MonteCarloEstimate:
     """Random Gaussian rank-r heads, V_h = a_h I with a fitted by least squares on a training sample; MC test error."""
     Q = rng.standard_normal((H, r, d)) / math.sqrt(d)  # (H, r, d)
     K = rng.standard_normal((H, r, d)) / math.sqrt(d)  # (H, r, d)
@@ -143,7 +145,9 @@ def test_theorem2_constructions_respect_the_bound(record_claim, full_mode, repor
     for r, H in ((1, 8), (2, 8), (4, 4)):
         estimate = _random_rank_r_model_error(d, r, H, 4.0, rng)
         bound = rank_lower_bound(d, r, H)
-        lines.append(f"fitted softmax r={r} H={H}: {estimate.mean:.3f} +- {estimate.stderr:.3f} vs bound {bound.lower:.3f}")
+        lines.append(
+            f"fitted softmax r={r} H={H}: {estimate.mean:.3f} +- {estimate.stderr:.3f} vs bound {bound.lower:.3f}"
+        )
         if not _respects_bound(estimate, bound.lower):
             violations.append(("fitted softmax", r, H, estimate.mean, bound.lower))
     # Negative control: a full-rank head (lambda = 50) judged against the rank-1, one-head bound must fail.
@@ -168,4 +172,6 @@ def _draw_figure(report_dir, rng: np.random.Generator) -> None:
     errors = np.array(
         [optimal_output_weights(kernel_matrix(q[:h], k[:h]), target_kernel(q[:h], k[:h])).error for h in counts]
     )
-    draw_bound_figure(report_dir / "theorem2_bound.png", d=64, overlays={"random rank-1 heads (exact)": (counts, errors)})
+    draw_bound_figure(
+        report_dir / "theorem2_bound.png", d=64, overlays={"random rank-1 heads (exact)": (counts, errors)}
+    )

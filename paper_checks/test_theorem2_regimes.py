@@ -57,9 +57,7 @@ def test_theorem2_high_dimensional_exponent(record_claim):
         measured="; ".join(
             f"eps={e} r={r}: slope {s:.3f}, log10 H(d=4096) = {lg / math.log(10):.1f}" for e, r, s, _, lg, _ in results
         ),
-        reference="; ".join(
-            f"K*={k}, derived log10 H >= {dv / math.log(10):.1f}" for _, _, _, k, _, dv in results
-        ),
+        reference="; ".join(f"K*={k}, derived log10 H >= {dv / math.log(10):.1f}" for _, _, _, k, _, dv in results),
     )
     assert not failures, failures
 

@@ -66,9 +66,7 @@ def test_log_rank_capacity_matches_exact_integers(d, r):
 def test_capacity_is_non_increasing_in_k_for_r_below_d(d):
     """The derived fact the truncation relies on: rho_{k+1} <= rho_k for r <= d - 1 (exact rationals)."""
     for r in sorted({1, max(1, d // 2), max(1, d - 2), d - 1}):
-        rho = [
-            (math.comb(k + r - 1, r - 1), num_harmonics(d, k)) for k in range(1, 120)
-        ]  # (numerator, denominator)
+        rho = [(math.comb(k + r - 1, r - 1), num_harmonics(d, k)) for k in range(1, 120)]  # (numerator, denominator)
         for (a, b), (c, e) in zip(rho[:-1], rho[1:], strict=True):
             assert c * b <= a * e, (d, r)
 
@@ -189,7 +187,9 @@ def test_huge_heads_as_float_and_int_agree():
 
 
 @settings(max_examples=12)
-@given(st.integers(min_value=3, max_value=64).flatmap(lambda d: st.tuples(st.just(d), st.integers(1, d))), target_errors())
+@given(
+    st.integers(min_value=3, max_value=64).flatmap(lambda d: st.tuples(st.just(d), st.integers(1, d))), target_errors()
+)
 def test_min_heads_is_consistent_with_the_bound_on_both_sides(dr, eps):
     d, r = dr
     h = min_heads(d, r, eps)

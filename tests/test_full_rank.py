@@ -39,8 +39,9 @@ def test_weight_file_round_trip(tmp_path, temperature):
     np.testing.assert_array_equal(loaded.tensors["Q"][0], np.eye(6))
 
 
-@pytest.mark.parametrize(("N", "d", "keys"), [(2, 3, "orthonormal"), (5, 8, "orthonormal"), (8, 8, "orthonormal"),
-                                              (17, 4, "iid")])
+@pytest.mark.parametrize(
+    ("N", "d", "keys"), [(2, 3, "orthonormal"), (5, 8, "orthonormal"), (8, 8, "orthonormal"), (17, 4, "iid")]
+)
 def test_hardmax_head_is_exact_for_every_context_length(N, d, keys):
     rng = np.random.default_rng(N * 100 + d)
     X, y = sample_context(2000, N, d, rng, keys=keys)
@@ -50,7 +51,7 @@ def test_hardmax_head_is_exact_for_every_context_length(N, d, keys):
 
 
 def test_softmax_head_monte_carlo_matches_the_predicted_error():
-    """D_2, d = 8, lambda = 20: Monte Carlo through the reference evaluator within 4 standard errors of the quad value."""
+    """D_2, d = 8, lambda = 20: Monte Carlo through the reference evaluator within 4 s.e. of the quadrature value."""
     d, lam = 8, 20.0
     rng = np.random.default_rng(11)
     X, y = sample_context(40000, 2, d, rng)
@@ -61,7 +62,9 @@ def test_softmax_head_monte_carlo_matches_the_predicted_error():
     assert estimate.contains(predicted, z=4.0), (estimate, predicted)
 
 
-@pytest.mark.parametrize(("d", "temperature", "name"), [(1, 1.0, "d"), (4, 0.0, "temperature"), (4, -2.0, "temperature")])
+@pytest.mark.parametrize(
+    ("d", "temperature", "name"), [(1, 1.0, "d"), (4, 0.0, "temperature"), (4, -2.0, "temperature")]
+)
 def test_bad_arguments(tmp_path, d, temperature, name):
     with pytest.raises(ValueError, match=f"^{name} "):
         save_full_rank(tmp_path / "x.safetensors", d, temperature)

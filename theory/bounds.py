@@ -195,7 +195,7 @@ def rank_lower_bound(d: int, r: int, H: Any) -> BoundInterval:
     next_k = start
     while True:
         n_terms = min(chunk, _MAX_TERMS - count, (_MAX_EXPLICIT_DEGREE - next_k) // 2)
-        k = next_k + 2.0 * np.arange(n_terms)  # (n_terms,) odd degrees
+        k: FloatArray = next_k + 2.0 * np.arange(n_terms, dtype=np.float64)  # (n_terms,) odd degrees
         k_int = k.astype(np.int64)
         log_e = np.asarray(log_sign_energy(d, k_int), dtype=np.float64)  # (n_terms,)
         log_rho = np.asarray(log_rank_capacity(d, r, k), dtype=np.float64)  # (n_terms,)
@@ -286,9 +286,7 @@ def min_heads(d: int, r: int, eps: float) -> int:
     while not ok(_int_from_log10(log10_hi)):
         log10_hi *= 2.0
         if log10_hi > 1e6:
-            raise ValueError(
-                f"eps = {eps} needs more than 10^(10^6) heads at d = {d}, r = {r}; choose a larger eps"
-            )
+            raise ValueError(f"eps = {eps} needs more than 10^(10^6) heads at d = {d}, r = {r}; choose a larger eps")
     lo, hi = 1, _int_from_log10(log10_hi)  # ok(lo) False, ok(hi) True
     _check_resolution(d, r, eps, hi)
     log10_lo = 0.0
@@ -378,6 +376,7 @@ def captured_degree(d: int, eps: float) -> int:
     eps = _check_eps(eps)
     if 4 * eps > 1.0:
         return 0
+
     # T(K - 2) is decreasing in K: exponential search, then bisection over odd K = 2j + 1.
     def enough(j: int) -> bool:
         return sign_energy_tail(d, 2 * j - 1) >= 4 * eps if j > 0 else True
