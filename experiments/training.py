@@ -524,6 +524,37 @@ def train(config: TrainConfig, out_dir: Path, *, progress: bool = True) -> Train
     return result
 
 
+def train_many(
+    jobs: list[tuple[TrainConfig, Path]], *, workers: int = 1, threads_per_worker: int = 1
+) -> list[TrainResult]:
+    """Run independent trainings, in ``workers`` spawned processes when workers > 1 (results in job order).
+
+    Args:
+        jobs: (config, out_dir) pairs.
+        workers: number of processes (>= 1); 1 runs them one after another in this process.
+        threads_per_worker: torch intra-op threads of each worker process (>= 1).
+
+    Returns:
+        the TrainResult of every job.
+    """
+    workers = check_int("workers", workers, minimum=1)
+    threads_per_worker = check_int("threads_per_worker", threads_per_worker, minimum=1)
+    if workers == 1 or len(jobs) <= 1:
+        return [train(config, Path(out_dir), progress=False) for config, out_dir in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")  # no fork of a process that already runs torch threads
+    with ProcessPoolExecutor(
+        max_workers=min(workers, len(jobs)),
+        mp_context=context,
+        initializer=torch.set_num_threads,
+        initargs=(threads_per_worker,),
+    ) as pool:
+        futures = [pool.submit(train, config, Path(out_dir), progress=False) for config, out_dir in jobs]
+        return [future.result() for future in futures]
+
+
 def load_trained_model(out_dir: Path, device: str = "cpu") -> tuple[TrainConfig, Task, torch.nn.Module]:
     """Rebuild a run's task and model from its directory (config.json + checkpoint.pt), in eval mode."""
     out_dir = Path(out_dir)
