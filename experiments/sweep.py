@@ -1,0 +1,106 @@
+"""Sweep orchestration: resolve a preset's runs, skip finished ones, execute the rest, store each result durably.
+
+Layout of a sweep directory ``out``:
+
+- ``out/results.sqlite``: the results store (`experiments.results_store`);
+- ``out/runs/<hash>/``: one directory per run (train()'s config.json, metrics.csv, checkpoint.pt, result.json).
+
+Re-running a sweep skips runs whose row is finished or diverged and re-submits the others; a training run resumes
+from its checkpoint (train() does that on its own directory), so a sweep killed at any moment loses at most the
+steps since each unfinished run's last checkpoint and never a finished result, and stores each run once.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from experiments.backends import RunTask, run_tasks
+from experiments.presets import get_preset, spec_kind, with_overrides
+from experiments.results_store import ResultsStore
+
+STORE_NAME = "results.sqlite"
+RUNS_DIR = "runs"
+
+
+def store_path(out: Path | str) -> Path:
+    """``<out>/results.sqlite``."""
+    return Path(out) / STORE_NAME
+
+
+def run_sweep(
+    preset: str,
+    scale: str,
+    out: Path | str,
+    *,
+    backend: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run (or finish) the sweep ``preset`` at ``scale`` into ``out``.
+
+    Args:
+        preset: preset name (`experiments.presets.PRESETS`).
+        scale: "quick", "cpu" or "paper" (whatever the preset offers).
+        out: sweep directory.
+        backend: "local" or "ray".
+        workers: local processes (default os.cpu_count()).
+        address: Ray cluster address (backend "ray").
+        overrides: TrainConfig fields replaced in every training run (e.g. {"steps": 10000}); recorded as part of
+            each run's config (and hence of its hash).
+        progress: show a progress bar over runs (stderr).
+
+    Returns:
+        summary: preset, scale, runs, skipped (already done), finished, diverged, failed (this call), seconds,
+        runs_per_second (runs executed by this call per wall second), store.
+    """
+    spec_list = get_preset(preset).runs(scale)
+    if overrides:
+        spec_list = with_overrides(spec_list, overrides)
+    out = Path(out)
+    started = time.perf_counter()
+    counts = {"finished": 0, "diverged": 0, "failed": 0}
+    with ResultsStore(store_path(out)) as store:
+        entries = [(s.config_hash(), spec_kind(s), s.to_dict()) for s in spec_list]
+        store.register(preset, scale, entries)
+        done = store.done_keys()
+        tasks = [RunTask(key, kind, spec, str(out / RUNS_DIR / key)) for key, kind, spec in entries if key not in done]
+        bar = tqdm(
+            total=len(entries),
+            initial=len(entries) - len(tasks),
+            desc=f"{preset}/{scale}",
+            unit="run",
+            disable=not progress,
+            file=sys.stderr,
+        )
+        with bar:
+            for task in tasks:
+                store.mark_running(task.key)
+            for outcome in run_tasks(tasks, backend, workers=workers, address=address):
+                if outcome.ok:
+                    store.record_result(outcome.key, outcome.metrics, outcome.provenance)  # committed before we go on
+                    counts["diverged" if outcome.metrics.get("diverged") else "finished"] += 1
+                else:
+                    store.record_failure(outcome.key, outcome.error or "unknown error")
+                    counts["failed"] += 1
+                    bar.write(f"run {outcome.key[:12]} failed: {(outcome.error or '').splitlines()[0]}")
+                bar.update(1)
+        seconds = time.perf_counter() - started
+    executed = len(tasks)
+    return {
+        "preset": preset,
+        "scale": scale,
+        "runs": len(entries),
+        "skipped": len(entries) - executed,
+        **counts,
+        "seconds": seconds,
+        "runs_per_second": executed / seconds if seconds > 0 else float("nan"),
+        "store": str(store_path(out)),
+    }
