@@ -111,3 +111,10 @@ def test_task_registry_entries_are_complete():
     assert X.shape == (4, 3, 5) and EVAL_TASKS["nearest"].target(X, y, options).shape == (4, 5)
     with pytest.raises(ValueError, match="N <= d"):
         task_options("nearest", 3, 4, "orthonormal")
+
+
+def test_exact_single_layer_construction_is_within_the_float_floor(tmp_path, capsys):
+    path = tmp_path / "fr.safetensors"
+    _run(capsys, ["construct", "full-rank", "--d", "5", "--out", str(path)])
+    result = evaluate_weight_file(path, N=2, samples=500, seed=3)
+    assert result["prediction_applies"] and result["within_4_stderr"] and abs(result["z"]) < 1
