@@ -14,7 +14,9 @@ temperature s is the score scale alone). We report per head and for the sum over
   of rank-r maps has numerical rank <= r.
 
 The trained error of a one-layer model on Theorem 2's own task (nearest, N = 2, D_2 keys) is a fresh Monte Carlo
-estimate with its standard error, reported next to ``theory.bounds.rank_lower_bound(d, r, H)``. The bound holds for
+estimate with its standard error, reported next to ``theory.bounds.rank_lower_bound(d, r, H)``. For an in-context
+regression run the error against the number of in-context examples is reported for the model and for the
+least-squares and averaging baselines, on the same fresh samples. The bound holds for
 every H-head rank-r generalized attention, i.e. for query-to-context models whose output is sum_h sum_i w_hi V_h x_i
 (``model="theory"``); the encoder adds the query itself through its residual connection and feeds an FFN, which is
 outside that class, so for it the comparison is reported as "bound_applies": false.
@@ -167,6 +169,56 @@ def trained_vs_bound(
     }
 
 
+def icl_error_curves(
+    predictors: dict[str, Any], task: Any, n_samples: int = 20_000, seed: int = 12345, batch_size: int = 4096
+) -> dict[str, dict[str, list[float]]]:
+    """In-context regression error against the number of in-context examples, for several predictors.
+
+    Every predictor sees the same fresh batches (same seed), so the curves are paired.
+
+    Args:
+        predictors: name -> callable(batch) -> (B, N) predictions (a trained TaskModel, LeastSquaresBaseline, ...).
+        task: a LinearRegressionTask.
+        n_samples: Monte Carlo samples (>= 2).
+        seed: seed of the evaluation sampler.
+        batch_size: samples per forward pass.
+
+    Returns:
+        name -> {"examples": [0 .. N-1], "error": [...], "stderr": [...]}: error = E (f - y_i)^2 / d at i examples.
+    """
+    from experiments.tasks import LinearRegressionTask
+
+    if not isinstance(task, LinearRegressionTask):
+        raise ValueError(f"task must be the icl task, got {getattr(task, 'name', type(task).__name__)!r}")
+    n_samples = check_int("n_samples", n_samples, minimum=2)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    sums = {name: torch.zeros(task.N, dtype=torch.float64) for name in predictors}
+    squares = {name: torch.zeros(task.N, dtype=torch.float64) for name in predictors}
+    generator = torch.Generator().manual_seed(seed)
+    done = 0
+    with torch.no_grad():
+        while done < n_samples:
+            m = min(batch_size, n_samples - done)
+            raw = task.sample(m, generator)
+            for name, predictor in predictors.items():
+                device = next(predictor.parameters()).device if isinstance(predictor, torch.nn.Module) else "cpu"
+                batch = raw.to(device, torch.float32 if isinstance(predictor, torch.nn.Module) else torch.float64)
+                errors = task.error_by_position(predictor(batch).to("cpu", torch.float64), raw.target)  # (m, N)
+                sums[name] += errors.sum(dim=0)
+                squares[name] += errors.pow(2).sum(dim=0)
+            done += m
+    curves = {}
+    for name in predictors:
+        mean = sums[name] / n_samples  # (N,)
+        variance = (squares[name] / n_samples - mean.pow(2)).clamp_min(0.0) * n_samples / (n_samples - 1)
+        curves[name] = {
+            "examples": list(range(task.N)),
+            "error": mean.tolist(),
+            "stderr": (variance / n_samples).sqrt().tolist(),
+        }
+    return curves
+
+
 def analyze_run(out_dir: Path, n_samples: int = 100_000, seed: int = 12345) -> dict[str, Any]:
     """Analyse a run directory: attention layers and, for Theorem 2's task, trained error vs bound.
 
@@ -196,4 +248,9 @@ def analyze_run(out_dir: Path, n_samples: int = 100_000, seed: int = 12345) -> d
     }
     if theorem2_applicable(config):
         report["theorem2"] = trained_vs_bound(config, task, model, n_samples=n_samples, seed=seed)
+    if config.task == "icl":
+        from experiments.tasks import AveragingBaseline, LeastSquaresBaseline
+
+        predictors = {"model": model, "least_squares": LeastSquaresBaseline(), "averaging": AveragingBaseline()}
+        report["icl"] = icl_error_curves(predictors, task, n_samples=min(n_samples, 20_000), seed=seed)
     return report

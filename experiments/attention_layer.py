@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -68,6 +69,85 @@ def hardmax(scores: torch.Tensor, *, surrogate: torch.Tensor | None = None) -> t
     if surrogate is None:
         return hard
     return hard + (surrogate - surrogate.detach())
+
+
+CHUNK_ELEMENTS = 1 << 18
+"""Default number of (batch, head, query, key) score entries one chunk of `_ChunkedSelfAttention` holds at a time."""
+
+
+def _chunk_scores(q: torch.Tensor, k: torch.Tensor, scale: float, causal: bool) -> torch.Tensor:
+    """Softmax weights of one chunk of heads: q, k (B, h, N, r) -> (B, h, N, N)."""
+    if q.shape[-1] == 1:
+        scores = q * k.transpose(-1, -2)  # (B, h, N, 1) * (B, h, 1, N): rank 1 is an outer product, no GEMM
+    else:
+        scores = torch.matmul(q, k.transpose(-1, -2))  # (B, h, N, N)
+    scores.mul_(scale)
+    if causal:
+        N = scores.shape[-1]
+        scores.masked_fill_(torch.ones(N, N, dtype=torch.bool, device=scores.device).triu(1), -math.inf)
+    return torch.softmax(scores, dim=-1)  # (B, h, N, N)
+
+
+def _weighted_sum(p: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """sum_j p[..., i, j] v[..., j, :]: p (B, h, N, N), v (B, h, N, e) -> (B, h, N, e)."""
+    if v.shape[-1] == 1:
+        return (p * v.transpose(-1, -2)).sum(dim=-1, keepdim=True)  # (B, h, N, 1)
+    return torch.matmul(p, v)
+
+
+class _ChunkedSelfAttention(torch.autograd.Function):
+    """Softmax self-attention of all heads from the packed projection, recomputing the weights in backward.
+
+    Input qkv (B, N, 3, H, r) (the in-projection's output viewed per head); output (B, N, H, r), already in the layout
+    the output projection reads, so neither direction needs a transpose copy or a concatenation. The (B, H, N, N)
+    weights are never stored: heads are processed in chunks of ``chunk`` heads whose scores (B, chunk, N, N) fit in
+    cache, and backward recomputes each chunk's softmax from q and k (cheaper than writing and re-reading the full
+    weight tensor, which at H = 4096 heads of rank 1 is 1 GB in float32). Inside a chunk every operation is one batched
+    call over all its heads; the loop runs over a few large chunks only, never over single heads or blocks, and exists
+    purely to keep the working set in cache.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, qkv: torch.Tensor, scale: float, causal: bool, chunk: int) -> torch.Tensor:  # type: ignore[override]
+        B, N, _, H, r = qkv.shape
+        out = qkv.new_empty(B, N, H, r)  # (B, N, H, r)
+        for h0 in range(0, H, chunk):
+            h1 = min(H, h0 + chunk)
+            q, k, v = (qkv[:, :, i, h0:h1].transpose(1, 2) for i in range(3))  # 3 x (B, h, N, r) views
+            p = _chunk_scores(q, k, scale, causal)  # (B, h, N, N)
+            out[:, :, h0:h1] = _weighted_sum(p, v).transpose(1, 2)  # (B, N, h, r)
+        ctx.save_for_backward(qkv)
+        ctx.scale, ctx.causal, ctx.chunk = scale, causal, chunk
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:  # type: ignore[override]
+        (qkv,) = ctx.saved_tensors
+        scale, causal, chunk = ctx.scale, ctx.causal, ctx.chunk
+        B, N, _, H, r = qkv.shape
+        grad = qkv.new_empty(qkv.shape)  # (B, N, 3, H, r), every entry written below
+        for h0 in range(0, H, chunk):
+            h1 = min(H, h0 + chunk)
+            q, k, v = (qkv[:, :, i, h0:h1].transpose(1, 2) for i in range(3))  # 3 x (B, h, N, r)
+            g = grad_out[:, :, h0:h1].transpose(1, 2)  # (B, h, N, r)
+            p = _chunk_scores(q, k, scale, causal)  # (B, h, N, N), recomputed
+            if r == 1:
+                grad_p = g * v.transpose(-1, -2)  # (B, h, N, N): outer product
+                grad_v = (p * g).sum(dim=-2, keepdim=True).transpose(-1, -2)  # (B, h, N, 1)
+            else:
+                grad_p = torch.matmul(g, v.transpose(-1, -2))  # (B, h, N, N)
+                grad_v = torch.matmul(p.transpose(-1, -2), g)  # (B, h, N, r)
+            grad_s = torch.ops.aten._softmax_backward_data(grad_p, p, -1, p.dtype)  # (B, h, N, N)
+            grad_s.mul_(scale)
+            if r == 1:
+                grad_q = (grad_s * k.transpose(-1, -2)).sum(dim=-1, keepdim=True)  # (B, h, N, 1)
+                grad_k = (grad_s * q).sum(dim=-2, keepdim=True).transpose(-1, -2)  # (B, h, N, 1)
+            else:
+                grad_q = torch.matmul(grad_s, k)  # (B, h, N, r)
+                grad_k = torch.matmul(grad_s.transpose(-1, -2), q)  # (B, h, N, r)
+            for i, t in enumerate((grad_q, grad_k, grad_v)):
+                grad[:, :, i, h0:h1] = t.transpose(1, 2)  # (B, N, h, r)
+        return grad, None, None, None
 
 
 class RankedMultiheadAttention(nn.Module):
@@ -145,6 +225,7 @@ class RankedMultiheadAttention(nn.Module):
         self.score_scale = check_real("score_scale", score_scale, minimum=0.0, strict_minimum=True)
         self.causal = bool(causal)
         self.has_bias = bool(bias)
+        self.chunk_elements = CHUNK_ELEMENTS  # score entries per chunk of the training path (a cache-size knob)
         n_proj = 3 if self.value == "standard" else 2
         # Rows [q of head 0..H-1 | k of head 0..H-1 | (v of head 0..H-1)], each head r consecutive rows; head
         # h = b (d / r) + j is head j of block b, so block b's rows are exactly nn.MultiheadAttention's in_proj rows.
@@ -280,6 +361,8 @@ class RankedMultiheadAttention(nn.Module):
             (B, N_q, d) outputs.
         """
         B, Nq, N = self._check_inputs(x_query, x_context, score_bias)
+        if self.value == "standard" and self.attention == "softmax" and x_context is None and score_bias is None:
+            return self._chunked_self_attention(x_query)
         projected = self._project(x_query, x_context)
         q, k = projected[0], projected[1]  # (B, H, Nq, r), (B, H, N, r)
         context = x_query if x_context is None else x_context
@@ -300,6 +383,20 @@ class RankedMultiheadAttention(nn.Module):
             out = F.linear(mixed, stacked)  # (B, Nq, d): sum_h V_h mixed_h
         if self.out_proj_bias is not None:
             out = out + self.out_proj_bias.mean(dim=0)  # (B, Nq, d): average of the blocks' output biases
+        return out
+
+    def _chunked_self_attention(self, x: torch.Tensor) -> torch.Tensor:
+        """Standard softmax self-attention through `_ChunkedSelfAttention` (the training path): (B, N, d)."""
+        B, N, _ = x.shape
+        H, r = self.heads, self.rank
+        qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias).view(B, N, 3, H, r)  # (B, N, 3, H, r)
+        chunk = max(1, self.chunk_elements // (B * N * N))  # heads per chunk
+        mixed = _ChunkedSelfAttention.apply(qkv, self.temperature * self.score_scale, self.causal, chunk)  # (B,N,H,r)
+        assert self.out_proj_weight is not None
+        # sum over blocks of O_b (block b's concatenated heads) is one product with [O^0 | ... | O^{H-1}].
+        out = F.linear(mixed.view(B, N, H * r), self.out_proj_weight * (1.0 / self.width))  # (B, N, d)
+        if self.out_proj_bias is not None:
+            out = out + self.out_proj_bias.mean(dim=0)  # (B, N, d)
         return out
 
     def _mix(

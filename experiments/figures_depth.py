@@ -128,6 +128,27 @@ def scaling_rows(
     return rows
 
 
+def head_edge_rows(d: int, n_values: Sequence[int], samples: int, seed: int) -> list[dict[str, Any]]:
+    """Per N: probability that one random rank-1 head picks the nearest token, vs chance 1/N (D_N keys).
+
+    A wrong pick costs exactly 2 on D_N, so P(right) = 1 - error(H = 1) / 2.
+    """
+    rows = []
+    for N in n_values:
+        estimate = plurality_vote_errors(d, N, [1], samples, np.random.default_rng([seed, N, 1]))[1]
+        right = 1.0 - estimate.mean / 2.0
+        rows.append(
+            {
+                "N": N,
+                "p_right": right,
+                "p_right_stderr": estimate.stderr / 2.0,
+                "chance": 1.0 / N,
+                "edge": right - 1.0 / N,
+            }
+        )
+    return rows
+
+
 def heads_needed(rows: Sequence[dict[str, Any]], N: int, eps: float, shift: float = 0.0) -> float:
     """Heads where the error (plus shift standard errors) crosses eps: log-log interpolation on the grid; inf if never.
 
@@ -259,6 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     majority = majority_rows([16, 64], [11, 101, 1001] if quick else [11, 101, 1001, 10001], samples * 5, args.seed)
     rows = scaling_rows(args.d, n_values, head_grid, samples, args.seed)
     table = needed_table(rows, args.eps)
+    edges = head_edge_rows(args.d, n_values, samples * 5, args.seed)
     draw_scaling_figure(rows, table, args.out_dir / "conjecture6_scaling.png")
     report = {
         "majority": majority,
@@ -289,6 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ],
         )
     )
+    print()
+    print(_markdown(edges, ["N", "p_right", "p_right_stderr", "chance", "edge"]))
     print(f"\nfitted exponent of heads_needed in N: {report['needed_exponent_in_N']:.3f}")
     return 0
 

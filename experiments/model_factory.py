@@ -152,8 +152,10 @@ def theory_network_from_file(config: TrainConfig) -> TheoryModel:
         checks.append(("N", file_n, config.N))
     for name, in_file, in_config in checks:
         if in_file != in_config:
-            raise ValueError(f"init weight file {config.init} does not match the config: {name} is {in_file} in the "
-                             f"file but {in_config} in the config")
+            raise ValueError(
+                f"init weight file {config.init} does not match the config: {name} is {in_file} in the "
+                f"file but {in_config} in the config"
+            )
     hardmax = config.attention == "hardmax"
     return theory_model_from_file(
         weights,

@@ -42,9 +42,13 @@ KEY_KINDS = ("orthonormal", "iid")
 def check_torch_generator(generator: Any, *, name: str = "generator") -> torch.Generator:
     """Task randomness always comes from an explicit CPU ``torch.Generator``."""
     if not isinstance(generator, torch.Generator):
-        raise ValueError(f"{name} must be a torch.Generator (e.g. torch.Generator().manual_seed(0)), got {type(generator).__name__}")
+        raise ValueError(
+            f"{name} must be a torch.Generator (e.g. torch.Generator().manual_seed(0)), got {type(generator).__name__}"
+        )
     if generator.device.type != "cpu":
-        raise ValueError(f"{name} must be a CPU torch.Generator (batches are drawn on the CPU), got device {generator.device}")
+        raise ValueError(
+            f"{name} must be a CPU torch.Generator (batches are drawn on the CPU), got device {generator.device}"
+        )
     return generator
 
 
@@ -252,7 +256,9 @@ class BiasedTask(Task):
         X_t = torch.as_tensor(np.asarray(X), dtype=torch.float64)
         y_t = torch.as_tensor(np.asarray(y), dtype=torch.float64)
         tokens = torch.cat([X_t, y_t[:, None, :]], dim=1)  # (B, 3, d)
-        return Batch(tokens=tokens, target=torch.as_tensor(np.asarray(target), dtype=torch.float64), context=X_t, query=y_t)
+        return Batch(
+            tokens=tokens, target=torch.as_tensor(np.asarray(target), dtype=torch.float64), context=X_t, query=y_t
+        )
 
 
 class LinearRegressionTask(Task):

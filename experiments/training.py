@@ -339,7 +339,11 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
 
 
 def _numpy_state() -> dict[str, Any]:
-    state = np.random.get_state(legacy=False)
+    """numpy's global RNG state as tensors and numbers (loadable with torch.load(weights_only=True)).
+
+    Nothing here draws from it, but third-party code might; saving it makes resumption independent of that.
+    """
+    state = np.random.get_state(legacy=False)  # noqa: NPY002 - the legacy global state is what we must save
     assert isinstance(state, dict)
     return {
         "bit_generator": state["bit_generator"],
@@ -351,7 +355,7 @@ def _numpy_state() -> dict[str, Any]:
 
 
 def _set_numpy_state(state: dict[str, Any]) -> None:
-    np.random.set_state(
+    np.random.set_state(  # noqa: NPY002 - restores the saved global state
         {
             "bit_generator": state["bit_generator"],
             "state": {"key": state["key"].numpy().astype(np.uint32), "pos": state["pos"]},

@@ -61,7 +61,7 @@ def _train_ranks(ranks: tuple[int, ...], root: Path) -> dict[int, dict[str, Any]
     jobs = [(TrainConfig.from_dict({**BASE.to_dict(), "rank": r}), root / f"r{r}") for r in ranks]
     results = train_many(jobs, workers=2)
     runs = {}
-    for (config, out_dir), result in zip(jobs, results):
+    for (config, out_dir), result in zip(jobs, results, strict=True):
         assert not result.diverged, f"rank {config.rank} diverged"
         _, task, model = load_trained_model(out_dir)
         estimate = estimate_task_error(model, task, EVAL_SAMPLES, torch.Generator().manual_seed(EVAL_SEED))
@@ -78,7 +78,9 @@ def _describe(runs: dict[int, dict[str, Any]]) -> str:
     parts = []
     for r, run in sorted(runs.items(), reverse=True):
         e = run["estimate"]
-        parts.append(f"r={r} (H={run['heads']}): {e.mean:.4g} +- {e.stderr:.2g} (best epoch loss {run['result'].best_loss:.4g})")
+        parts.append(
+            f"r={r} (H={run['heads']}): {e.mean:.4g} +- {e.stderr:.2g} (best epoch loss {run['result'].best_loss:.4g})"
+        )
     return "; ".join(parts)
 
 
@@ -88,8 +90,10 @@ def _check_separation(runs: dict[int, dict[str, Any]], record_claim: Any) -> Non
     lows = {r: run["estimate"] for r, run in runs.items() if r <= D // 2}
     ratios = {r: (e.mean - Z * e.stderr) / full_upper for r, e in lows.items()}
     record_claim(
-        measured=f"d={D}, N={N}, L=1, c=1, seed={SEED}, {BASE.steps} steps: " + _describe(runs)
-        + "; worst ratio (low - 4 s.e.) / (full + 4 s.e.) = " + f"{min(ratios.values()):.3g}",
+        measured=f"d={D}, N={N}, L=1, c=1, seed={SEED}, {BASE.steps} steps: "
+        + _describe(runs)
+        + "; worst ratio (low - 4 s.e.) / (full + 4 s.e.) = "
+        + f"{min(ratios.values()):.3g}",
         reference="paper (d=64, N=16, L=1, c=1, 100k steps): 1.5e-2 at r=64 vs 0.70 at r=32, 0.45-0.9 at r<=16; "
         "required ratio >= 10",
     )
@@ -114,9 +118,10 @@ def test_full_rank_learns_minus_identity(default_runs: dict[int, dict[str, Any]]
     initial = analyze_layer(attention_layers(initial_model)[0])["sum"]
     half = analyze_layer(attention_layers(default_runs[D // 2]["model"])[0])["sum"]
     record_claim(
-        measured=f"trained r={D}: angle to I {trained['angle_to_I_deg']:.2f} deg, ||M||_F {trained['frobenius_norm']:.4g}, "
-        f"effective rank {trained['effective_rank']:.3g}; at initialisation {initial['angle_to_I_deg']:.1f} deg; "
-        f"trained r={D // 2} (sum of 2 heads) {half['angle_to_I_deg']:.1f} deg, numerical rank {half['numerical_rank']}",
+        measured=f"trained r={D}: angle to I {trained['angle_to_I_deg']:.2f} deg, "
+        f"||M||_F {trained['frobenius_norm']:.4g}, effective rank {trained['effective_rank']:.3g}; "
+        f"at initialisation {initial['angle_to_I_deg']:.1f} deg; trained r={D // 2} (sum of 2 heads) "
+        f"{half['angle_to_I_deg']:.1f} deg, numerical rank {half['numerical_rank']}",
         reference="paper: KQ^T ~ -lambda I, angle ~ 180 deg (||KQ^T||_F ~ 2400 at d = 64 after 100k steps); "
         "threshold 150 deg; untrained control must stay below it",
     )

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 from experiments.analysis import trained_vs_bound
 from experiments.figures_trained import plot_trained_vs_bound
@@ -66,7 +65,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[int, int, in
     jobs = [(_config(d, r, c), root / f"d{d}_r{r}_c{c}") for d, r, c in cases]
     train_many(jobs, workers=2)
     reports = {}
-    for (d, r, c), (_, out_dir) in zip(cases, jobs):
+    for (d, r, c), (_, out_dir) in zip(cases, jobs, strict=True):
         config, task, model = load_trained_model(Path(out_dir))
         reports[(d, r, c)] = trained_vs_bound(config, task, model, n_samples=EVAL_SAMPLES, seed=EVAL_SEED)
     return reports
@@ -94,7 +93,9 @@ def test_trained_error_is_not_below_the_bound(
             plot_trained_vs_bound([r for r in reports if r["d"] == d], report_dir / f"trained_vs_bound_d{d}.png")
     for report in reports:
         assert report["bound_applies"]
-        assert report["consistent"], f"below the Theorem 2 bound: {_line(report)} (upper 4 s.e. {report['error_upper_4se']:.4f})"
+        assert report["consistent"], (
+            f"below the Theorem 2 bound: {_line(report)} (upper 4 s.e. {report['error_upper_4se']:.4f})"
+        )
 
 
 @pytest.mark.claim("Theorem 2 negative control: a trained full-rank head violates the rank-1 bound")

@@ -125,6 +125,24 @@ def test_figure_is_written_and_records_are_validated(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="missing error_stderr"):
         plot_trained_vs_bound([{"d": 8, "r": 1, "H": 8, "error": 0.3}], tmp_path / "x.png")
     with pytest.raises(ValueError, match="one dimension d"):
-        plot_trained_vs_bound([*records, {"d": 4, "r": 1, "H": 4, "error": 0.3, "error_stderr": 0.01}], tmp_path / "y.png")
+        plot_trained_vs_bound(
+            [*records, {"d": 4, "r": 1, "H": 4, "error": 0.3, "error_stderr": 0.01}], tmp_path / "y.png"
+        )
     with pytest.raises(ValueError, match="analysis.json not found"):
         records_from_runs([tmp_path])
+
+
+def test_icl_run_reports_error_curves_next_to_the_baselines(tmp_path: Path) -> None:
+    from experiments.analysis import analyze_run
+    from experiments.training import train
+
+    config = TrainConfig(task="icl", d=3, N=5, rank=3, ffn_dim=8, steps=5, batch_size=8, positional="additive")
+    train(config, tmp_path, progress=False)
+    report = analyze_run(tmp_path, n_samples=3000, seed=4)
+    curves = report["icl"]
+    assert set(curves) == {"model", "least_squares", "averaging"}
+    assert curves["model"]["examples"] == [0, 1, 2, 3, 4]
+    # Least squares is exact once it has seen d = 3 examples; with none, every predictor outputs its prior guess.
+    assert max(curves["least_squares"]["error"][3:]) < 1e-12
+    mean, se = curves["averaging"]["error"][2], curves["averaging"]["stderr"][2]
+    assert abs(mean - (3 + 1) / 2) <= 4 * se  # (d + 1) / i at i = 2 examples

@@ -29,7 +29,12 @@ def gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
-@given(d=st.integers(2, 12), N=st.integers(1, 12), seed=st.integers(0, 2**31 - 1), keys=st.sampled_from(["iid", "orthonormal"]))
+@given(
+    d=st.integers(2, 12),
+    N=st.integers(1, 12),
+    seed=st.integers(0, 2**31 - 1),
+    keys=st.sampled_from(["iid", "orthonormal"]),
+)
 def test_nearest_target_matches_theory(d: int, N: int, seed: int, keys: str) -> None:
     if keys == "orthonormal" and N > d:
         N = d

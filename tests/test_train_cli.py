@@ -27,7 +27,9 @@ def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
 
 
 def test_train_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, _ = run_cli(["train", *TINY_ARGS, "--steps", "20", "--log-every", "5", "--out", str(tmp_path), "--json"], capsys)
+    status, out, _ = run_cli(
+        ["train", *TINY_ARGS, "--steps", "20", "--log-every", "5", "--out", str(tmp_path), "--json"], capsys
+    )
     assert status == 0
     result = json.loads(out)
     assert {"final_loss", "best_loss", "steps", "diverged"} <= set(result)
@@ -53,7 +55,9 @@ def test_train_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 def test_bad_combinations_exit_2_with_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
 ) -> None:
-    status, out, err = run_cli(["train", "--steps", "2", "--ffn-dim", "8", *args, "--out", str(tmp_path / "run")], capsys)
+    status, out, err = run_cli(
+        ["train", "--steps", "2", "--ffn-dim", "8", *args, "--out", str(tmp_path / "run")], capsys
+    )
     assert status == 2
     assert err.count("\n") == 1 and err.startswith("attnrank train: error:") and message in err, err
     assert not (tmp_path / "run" / "checkpoint.pt").exists()
@@ -68,19 +72,109 @@ def test_unknown_task_is_a_usage_error(tmp_path: Path) -> None:
 def test_init_file_mismatch_and_corruption_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     weights = save_full_rank(tmp_path / "full.safetensors", 4, 10.0)
     common = ["train", "--task", "nearest", "--N", "2", "--keys", "orthonormal", "--model", "theory", "--steps", "2"]
-    status, _, err = run_cli([*common, "--d", "6", "--rank", "6", "--temperature", "10", "--init", str(weights), "--out", str(tmp_path / "a")], capsys)
+    status, _, err = run_cli(
+        [
+            *common,
+            "--d",
+            "6",
+            "--rank",
+            "6",
+            "--temperature",
+            "10",
+            "--init",
+            str(weights),
+            "--out",
+            str(tmp_path / "a"),
+        ],
+        capsys,
+    )
     assert status == 2 and "d is 4 in the file but 6 in the config" in err, err
-    status, _, err = run_cli([*common, "--d", "4", "--rank", "4", "--temperature", "3", "--init", str(weights), "--out", str(tmp_path / "b")], capsys)
+    status, _, err = run_cli(
+        [
+            *common,
+            "--d",
+            "4",
+            "--rank",
+            "4",
+            "--temperature",
+            "3",
+            "--init",
+            str(weights),
+            "--out",
+            str(tmp_path / "b"),
+        ],
+        capsys,
+    )
     assert status == 2 and "temperature is 10.0 in the file but 3.0 in the config" in err, err
-    status, _, err = run_cli([*common, "--d", "4", "--rank", "4", "--attention", "hardmax", "--init", str(weights), "--out", str(tmp_path / "c")], capsys)
+    status, _, err = run_cli(
+        [
+            *common,
+            "--d",
+            "4",
+            "--rank",
+            "4",
+            "--attention",
+            "hardmax",
+            "--init",
+            str(weights),
+            "--out",
+            str(tmp_path / "c"),
+        ],
+        capsys,
+    )
     assert status == 2 and "attention is softmax in the file but hardmax in the config" in err, err
     broken = tmp_path / "broken.safetensors"
     broken.write_bytes(weights.read_bytes()[:100])
-    status, _, err = run_cli([*common, "--d", "4", "--rank", "4", "--temperature", "10", "--init", str(broken), "--out", str(tmp_path / "d")], capsys)
+    status, _, err = run_cli(
+        [
+            *common,
+            "--d",
+            "4",
+            "--rank",
+            "4",
+            "--temperature",
+            "10",
+            "--init",
+            str(broken),
+            "--out",
+            str(tmp_path / "d"),
+        ],
+        capsys,
+    )
     assert status == 2 and "init weight file refused" in err and "broken.safetensors" in err, err
-    status, _, err = run_cli([*common, "--d", "4", "--rank", "4", "--init", str(tmp_path / "missing.safetensors"), "--out", str(tmp_path / "e")], capsys)
+    status, _, err = run_cli(
+        [
+            *common,
+            "--d",
+            "4",
+            "--rank",
+            "4",
+            "--init",
+            str(tmp_path / "missing.safetensors"),
+            "--out",
+            str(tmp_path / "e"),
+        ],
+        capsys,
+    )
     assert status == 2 and "init weight file not found" in err
-    status, _, err = run_cli([*common, "--d", "4", "--rank", "4", "--temperature", "10", "--init", str(weights), "--model", "encoder", "--out", str(tmp_path / "f")], capsys)
+    status, _, err = run_cli(
+        [
+            *common,
+            "--d",
+            "4",
+            "--rank",
+            "4",
+            "--temperature",
+            "10",
+            "--init",
+            str(weights),
+            "--model",
+            "encoder",
+            "--out",
+            str(tmp_path / "f"),
+        ],
+        capsys,
+    )
     assert status == 2 and "use model='theory' with init" in err
 
 
@@ -129,8 +223,27 @@ def test_sigkill_then_rerun_matches_an_uninterrupted_run(tmp_path: Path) -> None
 
 
 def test_analyze_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["train", "--task", "nearest", "--d", "4", "--N", "2", "--keys", "orthonormal", "--rank", "2",
-            "--model", "theory", "--steps", "10", "--batch-size", "16", "--out", str(tmp_path)]
+    args = [
+        "train",
+        "--task",
+        "nearest",
+        "--d",
+        "4",
+        "--N",
+        "2",
+        "--keys",
+        "orthonormal",
+        "--rank",
+        "2",
+        "--model",
+        "theory",
+        "--steps",
+        "10",
+        "--batch-size",
+        "16",
+        "--out",
+        str(tmp_path),
+    ]
     assert run_cli(args, capsys)[0] == 0
     status, out, _ = run_cli(["analyze", str(tmp_path), "--samples", "2000", "--json"], capsys)
     assert status == 0

@@ -78,7 +78,7 @@ def test_lr_schedule_warmup_then_cosine() -> None:
     steps, frac = 100, 0.05
     factors = [lr_factor(s, steps, frac) for s in range(steps)]
     assert factors[:5] == [0.2, 0.4, 0.6, 0.8, 1.0]  # linear warm-up over round(0.05 * 100) = 5 steps
-    assert factors[5] == 1.0 and all(a >= b for a, b in zip(factors[5:], factors[6:]))
+    assert factors[5] == 1.0 and all(a >= b for a, b in zip(factors[5:], factors[6:], strict=False))
     assert factors[-1] == pytest.approx(0.5 * (1 + math.cos(math.pi * 94 / 95)))
     # The optimiser sees the same factors through torch's LambdaLR.
     model = torch.nn.Linear(2, 2)

@@ -19,7 +19,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "M = s Q^T K (per head and summed over heads, in input coordinates) against +I (0 degrees) and -I "
         "(180 degrees), its effective rank (exp of the entropy of the normalised singular values) and numerical "
         "rank. For a one-layer run on task nearest with N = 2 and orthonormal keys (Theorem 2's setting) also a "
-        "fresh Monte Carlo error (mean, standard error) next to theory.bounds.rank_lower_bound(d, r, H). "
+        "fresh Monte Carlo error (mean, standard error) next to theory.bounds.rank_lower_bound(d, r, H); for an icl "
+        "run the error against the number of in-context examples, next to the least-squares and averaging baselines. "
         "Writes DIR/analysis.json.",
     )
     parser.add_argument("run_dir", type=Path, metavar="DIR", help="run directory written by `attnrank train`")
@@ -40,10 +41,20 @@ def run(args: argparse.Namespace) -> int:
         return 0
     emit(report["run"], as_json=False, title=f"run {args.run_dir}")
     for index, layer in enumerate(report["layers"]):
-        emit(layer["sum"], as_json=False, title=f"layer {index}: sum over {layer['heads']} heads of rank {layer['rank']}")
+        emit(
+            layer["sum"], as_json=False, title=f"layer {index}: sum over {layer['heads']} heads of rank {layer['rank']}"
+        )
         if args.per_head:
             for h, head in enumerate(layer["per_head"]):
                 emit(head, as_json=False, title=f"layer {index} head {h}")
     if "theorem2" in report:
         emit(report["theorem2"], as_json=False, title="trained error vs Theorem 2 lower bound")
+    if "icl" in report:
+        curves = report["icl"]
+        names = list(curves)
+        print("in-context regression error (squared error / d) by number of in-context examples")
+        print("  examples  " + "  ".join(f"{name:>20}" for name in names))
+        for i in curves[names[0]]["examples"]:
+            cells = [f"{curves[n]['error'][i]:>10.4g} +- {curves[n]['stderr'][i]:<6.2g}" for n in names]
+            print(f"  {i:>8}  " + "  ".join(cells))
     return 0

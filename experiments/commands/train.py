@@ -8,8 +8,8 @@ import math
 from pathlib import Path
 
 from experiments.cli_output import emit
-from experiments.training import ATTENTIONS, KEY_KINDS, MODELS, POSITIONALS, VALUES, TrainConfig, train
 from experiments.tasks import TASKS
+from experiments.training import ATTENTIONS, KEY_KINDS, MODELS, POSITIONALS, VALUES, TrainConfig, train
 
 _DEFAULTS = TrainConfig()
 
@@ -35,29 +35,45 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--task", choices=TASKS, default=d.task, help="task (default %(default)s)")
     parser.add_argument("--d", type=int, default=d.d, help="token dimension (default %(default)s)")
     parser.add_argument("--N", type=int, default=d.N, help="context length; icl: number of pairs (default %(default)s)")
-    parser.add_argument("--keys", choices=KEY_KINDS, default=d.keys, help="nearest: key distribution (default %(default)s)")
+    parser.add_argument(
+        "--keys", choices=KEY_KINDS, default=d.keys, help="nearest: key distribution (default %(default)s)"
+    )
     parser.add_argument("--rank", type=int, default=d.rank, help="query/key rank r per head (default %(default)s)")
-    parser.add_argument("--width", type=int, default=d.width, help="c: H = c d / r heads per layer (default %(default)s)")
+    parser.add_argument(
+        "--width", type=int, default=d.width, help="c: H = c d / r heads per layer (default %(default)s)"
+    )
     parser.add_argument("--layers", type=int, default=d.layers, help="number of layers (default %(default)s)")
     parser.add_argument("--value", choices=VALUES, default=d.value, help="value/output maps (default %(default)s)")
     parser.add_argument("--attention", choices=ATTENTIONS, default=d.attention, help="default %(default)s")
-    parser.add_argument("--temperature", type=_temperature, default=d.temperature, help="score multiplier (default %(default)s)")
-    parser.add_argument("--positional", choices=POSITIONALS, default=d.positional, help="positional encodings (default %(default)s)")
+    parser.add_argument(
+        "--temperature", type=_temperature, default=d.temperature, help="score multiplier (default %(default)s)"
+    )
+    parser.add_argument(
+        "--positional", choices=POSITIONALS, default=d.positional, help="positional encodings (default %(default)s)"
+    )
     parser.add_argument("--positional-dim", type=int, default=d.positional_dim, help="width of concatenated encodings")
-    parser.add_argument("--ffn-dim", type=int, default=d.ffn_dim, help="encoder feed-forward width (default %(default)s)")
+    parser.add_argument(
+        "--ffn-dim", type=int, default=d.ffn_dim, help="encoder feed-forward width (default %(default)s)"
+    )
     parser.add_argument("--steps", type=int, default=d.steps, help="optimiser steps (default %(default)s)")
-    parser.add_argument("--batch-size", type=int, default=d.batch_size, help="fresh samples per step (default %(default)s)")
+    parser.add_argument(
+        "--batch-size", type=int, default=d.batch_size, help="fresh samples per step (default %(default)s)"
+    )
     parser.add_argument("--lr", type=float, default=d.lr, help="peak learning rate (default %(default)s)")
     parser.add_argument("--beta1", type=float, default=d.betas[0], help="AdamW beta1 (default %(default)s)")
     parser.add_argument("--beta2", type=float, default=d.betas[1], help="AdamW beta2 (default %(default)s)")
     parser.add_argument("--weight-decay", type=float, default=d.weight_decay, help="default %(default)s")
     parser.add_argument("--warmup-fraction", type=float, default=d.warmup_fraction, help="default %(default)s")
-    parser.add_argument("--seed", type=int, default=d.seed, help="model initialisation and sampler seed (default %(default)s)")
+    parser.add_argument(
+        "--seed", type=int, default=d.seed, help="model initialisation and sampler seed (default %(default)s)"
+    )
     parser.add_argument("--device", default=d.device, help="auto (CUDA when present, else CPU), cpu, cuda, cuda:K")
     parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
     parser.add_argument("--compile", action="store_true", help="torch.compile the model")
     parser.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every, help="default %(default)s")
-    parser.add_argument("--log-every", type=int, default=d.log_every, help="steps per epoch/metrics row (default %(default)s)")
+    parser.add_argument(
+        "--log-every", type=int, default=d.log_every, help="steps per epoch/metrics row (default %(default)s)"
+    )
     parser.add_argument("--init", default=None, help="construction weight file to initialise the theory model from")
     parser.add_argument("--model", choices=MODELS, default=d.model, help="default %(default)s")
     parser.add_argument("--out", required=True, type=Path, help="run directory")
@@ -92,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
             "out": str(args.out),
         },
         as_json=args.json,
-        title=None if args.json else f"trained {config.task} d={config.d} N={config.N} r={config.rank} H={config.heads}",
+        title=None
+        if args.json
+        else f"trained {config.task} d={config.d} N={config.N} r={config.rank} H={config.heads}",
     )
     return 0
