@@ -204,6 +204,11 @@ def test_min_heads_rejects_bad_eps(bad):
         min_heads(16, 2, bad)
 
 
+def test_min_heads_refuses_answers_beyond_the_printable_range():
+    with pytest.raises(ValueError, match="more than 10\\^4096 heads"):
+        min_heads(10_000, 1, 1e-3)
+
+
 def test_min_heads_rejects_unreachable_eps():
     with pytest.raises(ValueError, match="below what can be certified"):
         min_heads(8, 1, 1e-13)

@@ -59,6 +59,8 @@ _FIRST_CHUNK = 256
 _MAX_EXPLICIT_DEGREE = 1 << 52
 # Relative error budget per exponentiated log-space term, in units of eps * Lambda (see module docstring).
 _ROUNDING_FACTOR = 64.0
+# min_heads refuses answers above 10^_MAX_LOG10_HEADS (Python prints ints of at most 4300 digits by default).
+_MAX_LOG10_HEADS = 4096
 # Tails up to this degree are 1 - (partial sum), beyond it theory.harmonics.sign_energy_tail.
 _DIRECT_TAIL_DEGREE = 1 << 15
 
@@ -269,7 +271,7 @@ def min_heads(d: int, r: int, eps: float) -> int:
     Returns:
         the head count as an exact Python int (may be astronomically large; see ``math.log10``).
     Raises:
-        ValueError: eps out of (0, 1/2], eps so small that the answer exceeds 10^(10^6) heads, or so small that
+        ValueError: eps out of (0, 1/2], eps so small that the answer exceeds 10^4096 heads, or so small that
             the certified interval near the answer is wider than eps (only for astronomically large answers).
     """
     d = check_dimension(d)
@@ -285,8 +287,10 @@ def min_heads(d: int, r: int, eps: float) -> int:
     log10_hi = 1.0
     while not ok(_int_from_log10(log10_hi)):
         log10_hi *= 2.0
-        if log10_hi > 1e6:
-            raise ValueError(f"eps = {eps} needs more than 10^(10^6) heads at d = {d}, r = {r}; choose a larger eps")
+        if log10_hi > _MAX_LOG10_HEADS:
+            raise ValueError(
+                f"eps = {eps} needs more than 10^{_MAX_LOG10_HEADS} heads at d = {d}, r = {r}; choose a larger eps"
+            )
     lo, hi = 1, _int_from_log10(log10_hi)  # ok(lo) False, ok(hi) True
     _check_resolution(d, r, eps, hi)
     log10_lo = 0.0
