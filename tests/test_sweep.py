@@ -1,0 +1,155 @@
+"""Sweep orchestration: skip-and-resume, and a sweep SIGKILLed repeatedly that still stores every run exactly once
+with the same results as an uninterrupted sweep (the smoke preset: six tiny runs, checkpoints every 5 steps)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from experiments.cli import main
+from experiments.presets import get_preset
+from experiments.results_store import ResultsStore
+from experiments.sweep import RUNS_DIR, run_sweep, store_path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _results(out: Path) -> dict[str, tuple[str, float, float, int]]:
+    with ResultsStore(store_path(out)) as store:
+        return {
+            r.hash: (r.status, r.metrics["best_loss"], r.metrics["final_loss"], r.metrics["steps"])
+            for r in store.rows("smoke", "quick")
+            if r.metrics is not None
+        }
+
+
+def _started_after(out: Path, moment: float) -> bool:
+    if not store_path(out).exists():
+        return False
+    try:
+        connection = sqlite3.connect(store_path(out), timeout=1)
+        (latest,) = connection.execute("SELECT MAX(started) FROM runs").fetchone()
+        connection.close()
+    except sqlite3.OperationalError:  # the schema is being created
+        return False
+    return latest is not None and latest > moment
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, float, float, int]]:
+    """An uninterrupted smoke sweep, in this process with one torch thread (as the killed subprocesses use)."""
+    out = tmp_path_factory.mktemp("reference")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        summary = run_sweep("smoke", "quick", out, workers=1, progress=False)
+    finally:
+        torch.set_num_threads(threads)
+    assert summary["finished"] == summary["runs"] == 6
+    return _results(out)
+
+
+def test_rerun_skips_finished_runs(tmp_path: Path, reference: dict) -> None:
+    out = tmp_path / "sweep"
+    torch.set_num_threads(1)
+    first = run_sweep("smoke", "quick", out, workers=1, progress=False)
+    second = run_sweep("smoke", "quick", out, workers=1, progress=False)
+    assert first["finished"] == 6 and second["skipped"] == 6 and second["finished"] == 0
+    assert _results(out) == reference  # same configs, same machine: bitwise the same losses
+
+
+def test_kill_and_resume(tmp_path: Path, reference: dict) -> None:
+    """SIGKILL `attnrank sweep smoke` (its whole process group) at random moments 3 times, then let it finish."""
+    out = tmp_path / "killed"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "experiments.cli", "sweep", "smoke", "--out", str(out), "--workers", "1",
+               "--no-progress"]
+    rng = random.Random(20240716)
+    kills = 0
+    for _ in range(3):
+        launched = time.time()
+        process = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Wait until this process has handed out runs (a row marked running after the launch), then kill at a
+        # random moment within the next ~1.5 s (checkpoints every 5 steps, runs of ~0.5-1 s: kills land mid-run,
+        # mid-checkpoint or between runs).
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and process.poll() is None and not _started_after(out, launched):
+            time.sleep(0.05)
+        time.sleep(rng.uniform(0.0, 1.5))
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            kills += 1
+        process.wait()
+    assert kills >= 1, "the sweep finished before any kill: the test did not test anything"
+    assert len(_results(out)) < 6  # the kills interrupted the sweep before it completed
+    final = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert final.returncode == 0, final.stderr
+
+    connection = sqlite3.connect(store_path(out))
+    keys = [k for (k,) in connection.execute("SELECT hash FROM runs")]
+    statuses = {s for (s,) in connection.execute("SELECT status FROM runs")}
+    members = connection.execute("SELECT COUNT(*), COUNT(DISTINCT hash) FROM sweep_runs").fetchone()
+    connection.close()
+    expected = {c.config_hash() for c in get_preset("smoke").runs("quick")}
+    assert sorted(keys) == sorted(expected) and len(keys) == len(set(keys)) == 6
+    assert statuses == {"finished"}
+    assert members == (6, 6)
+    assert _results(out) == reference  # identical to the uninterrupted sweep
+    for key in expected:  # no step trained twice into the metrics: resumed runs truncate to their checkpoint
+        with (out / RUNS_DIR / key / "metrics.csv").open() as stream:
+            steps = [int(row[0]) for row in list(csv.reader(stream))[1:]]
+        assert steps == sorted(set(steps)) and steps[-1] == 30
+
+
+def test_unknown_preset_and_scale_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sweep", "nope", "--out", str(tmp_path)]) == 2
+    assert "fig1" in capsys.readouterr().err  # lists the allowed presets
+    assert main(["sweep", "fig1", "--scale", "huge", "--out", str(tmp_path)]) == 2
+    assert "quick" in capsys.readouterr().err
+    assert main(["sweep", "smoke", "--scale", "paper", "--out", str(tmp_path)]) == 2  # smoke has only quick
+    assert main(["sweep", "smoke", "--set", "stepz=3", "--out", str(tmp_path)]) == 2
+    assert not store_path(tmp_path).exists()  # bad input is refused before anything is written
+
+
+def test_overrides_change_the_hash(tmp_path: Path) -> None:
+    torch.set_num_threads(1)
+    summary = run_sweep("smoke", "quick", tmp_path, workers=1, progress=False, overrides={"steps": 10})
+    assert summary["finished"] == 6
+    with ResultsStore(store_path(tmp_path)) as store:
+        assert all(r.metrics is not None and r.metrics["steps"] == 10 for r in store.rows())
+        smoke = {c.config_hash() for c in get_preset("smoke").runs("quick")}
+        assert not smoke & {r.hash for r in store.rows()}
+
+
+def test_failed_run_is_recorded_and_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import experiments.backends as backends
+
+    calls = {"n": 0}
+
+    def broken(spec: dict, run_dir: Path) -> dict:
+        calls["n"] += 1
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(backends, "_train_run", broken)
+    summary = run_sweep("smoke", "quick", tmp_path, workers=1, progress=False, overrides={"steps": 5})
+    assert summary["failed"] == 6 and calls["n"] == 6
+    with ResultsStore(store_path(tmp_path)) as store:
+        rows = store.rows()
+        assert {r.status for r in rows} == {"failed"} and all("boom" in (r.error or "") for r in rows)
+    monkeypatch.undo()
+    torch.set_num_threads(1)
+    again = run_sweep("smoke", "quick", tmp_path, workers=1, progress=False, overrides={"steps": 5})
+    assert again["finished"] == 6 and again["skipped"] == 0
+    with ResultsStore(store_path(tmp_path)) as store:
+        assert all(r.attempts == 2 and r.status == "finished" for r in store.rows())
