@@ -13,16 +13,18 @@ Facts about rho_k used below (derived here, checked in tests/test_bounds.py):
   rho_{k+1} / rho_k = (k + r)(2k + d - 2) / ((k + d - 2)(2k + d)) <= 1 (the two factors are <= 1 for r <= d - 2;
   for r = d - 1 the product is (2k^2 + (3d-4)k + (d-1)(d-2)) / (2k^2 + (3d-4)k + d(d-2)) < 1 for d > 2, = 1 for d = 2).
   Hence the bracket b_k = [1 - H rho_k]_+ is non-decreasing in k, b_k = 0 below the first odd k0 with H rho_k < 1.
-* N(d, k) = C(k + d - 2, d - 2) + C(k + d - 3, d - 2), so for r = d - 1, rho_k = C(k+d-2, d-2) / N(d, k) decreases to
-  b = 1/2 as k -> inf (the bound is exactly 0 as soon as H >= 2), and for r <= d - 2, rho_k -> 0 (b_k -> 1).
+* N(d, k) = C(k + d - 2, d - 2) + C(k + d - 3, d - 2) and C(k+d-3, d-2) / C(k+d-2, d-2) = k / (k + d - 2), so for
+  r = d - 1, rho_k = (k + d - 2) / (2k + d - 2), decreasing to 1/2 (the bound is exactly 0 as soon as H >= 2);
+  for r <= d - 2, rho_k -> 0 (b_k -> 1).
 * For r = d, C(k + d - 1, d - 1) >= N(d, k) (all degree-k polynomials vs harmonic ones): the bound is exactly 0.
 
 Truncation: the odd degrees below k0 contribute exactly 0; the odd degrees k0 .. K are summed term by term
 (``math.fsum``); the rest, sum_{k > K} e_k b_k, lies in [b_{K+2} T(K), b_inf T(K)] by monotonicity of b, with
-T(K) = sum_{k > K} e_k from ``theory.harmonics.sign_energy_tail`` (exact remainder, no cancellation) and
-b_inf = lim b_k (1 for r <= d - 2, [1 - H/2]_+ for r = d - 1). K grows until the width is below ``_TARGET_WIDTH`` or the
-term budget ``_MAX_TERMS`` is spent (only for r close to d with astronomically many heads; the interval is then still
-certified, just wider, and its width is reported).
+T(K) = sum_{k > K} e_k (exact remainder: 1 - partial sum for K <= 2^15, else ``theory.harmonics.sign_energy_tail``)
+and b_inf = lim b_k (1 for r <= d - 2, [1 - H/2]_+ for r = d - 1). K grows until the remainder interval is narrower
+than ``_TARGET_WIDTH`` or ``_MAX_TERMS`` terms are summed. The budget runs out when b_k approaches b_inf slowly:
+near full rank (r >= d - 2, where 1 - b_k/b_inf ~ 1/k) and when k0 is huge (astronomically many heads); the interval
+is then still certified, only wider (e.g. 4e-9 at d = 64, r = 62, H = 1; 1e-7 at d = 64, r = 8, H = 1e300).
 
 Rounding: log rho_k goes through scipy's ``betaln(a, b)``, whose absolute error is <= 22 eps (a + b + |betaln|)
 (measured against mpmath for a, b up to 1e12, see tests/test_bounds.py); log e_k comes from theory.harmonics (a few
