@@ -76,6 +76,8 @@ def test_rank_d_minus_one_needs_only_two_heads_to_void_the_bound(d):
     """2 C(k+d-2, d-2) >= N(d, k) for every k: the bound is exactly 0 for r = d - 1 and H >= 2, positive for H = 1."""
     for k in range(1, 200, 2):
         assert 2 * math.comb(k + d - 2, d - 2) >= num_harmonics(d, k)
+        # closed form used in the docstring: rho_k = (k + d - 2) / (2k + d - 2) at r = d - 1
+        assert math.comb(k + d - 2, d - 2) * (2 * k + d - 2) == (k + d - 2) * num_harmonics(d, k)
     assert tuple(rank_lower_bound(d, d - 1, 2)) == (0.0, 0.0)
     assert rank_lower_bound(d, d - 1, 1).lower > 0.0
 
