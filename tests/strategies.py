@@ -79,7 +79,7 @@ def huge_head_counts(draw: st.DrawFn, max_log10: int = 300) -> int:
 
 
 def target_errors(min_value: float = 0.02, max_value: float = 0.5) -> st.SearchStrategy[float]:
-    """Target errors eps in [min_value, max_value] (default 0.02..0.5: min_heads stays below ~1e100 heads for d <= 64)."""
+    """Target errors eps in [min_value, max_value] (default 0.02..0.5: min_heads < ~1e100 heads for d <= 64)."""
     return st.floats(min_value=min_value, max_value=max_value, allow_nan=False, allow_infinity=False)
 
 
