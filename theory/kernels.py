@@ -23,12 +23,10 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.integrate import IntegrationWarning
 
 from theory.harmonics import log_abs_sign_coefficient, log_sign_energy, sign_energy_tail
 from theory.validation import check_array, check_dimension, check_real
@@ -163,12 +161,8 @@ def _stable_arcsin_cos(a: FloatArray, b: FloatArray) -> float:
 
 
 def _tail_energy(d: int, K: int) -> float:
-    """sum_{k > K} e_k from theory.harmonics (its inner quadrature's round-off warnings silenced, see below)."""
-    with warnings.catch_warnings():
-        # sign_energy_tail asks quad for relative accuracy 2e-14 and quad reports round-off at that level; our bound
-        # needs only a few correct digits of the tail.
-        warnings.simplefilter("ignore", IntegrationWarning)
-        return min(float(sign_energy_tail(d, K)), 1.0)
+    """sum_{k > K} e_k from theory.harmonics, clipped to 1 (our truncation bound needs only a few correct digits)."""
+    return min(float(sign_energy_tail(d, K)), 1.0)
 
 
 @functools.lru_cache(maxsize=256)
