@@ -90,7 +90,8 @@ def draw_heads_figure(
         mine = [r for r in rows if r["d"] == d]
         x = [1 / r["eps"] for r in mine]
         ax.plot(x, [math.log10(r["two_layer_heads"]) for r in mine], "o-", color=color, label=f"2 layers, d={d}")
-        ax.plot(x, [r["one_layer_min_heads_log10"] for r in mine], "s--", color=color, label=f"1 layer (Thm 2), d={d}")
+        one_layer = [r["one_layer_min_heads_log10"] for r in mine]
+        ax.plot(x, one_layer, "s--", color=color, label=f"1 layer, Thm 2 lower bound, d={d}")
     ax.set_xscale("log")
     ax.set_xlabel("1 / eps")
     ax.set_ylabel("log10 heads for error eps (rank 1)")
@@ -266,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Draw the Theorem 5 head-count figure and the Conjecture 6 N-scaling figure, with their tables.",
     )
     parser.add_argument("--out-dir", type=Path, default=Path("reports/depth"), help="where PNGs and JSON go")
-    parser.add_argument("--quick", action="store_true", help="small grid (about a minute on 2 cores)")
+    parser.add_argument("--quick", action="store_true", help="small grid (a few minutes on 2 cores)")
     parser.add_argument("--d", type=int, default=16, help="token dimension of the N-scaling study")
     parser.add_argument("--eps", type=float, default=0.25, help="target error of the N-scaling table")
     parser.add_argument("--samples", type=int, default=None, help="Monte Carlo samples per (N, H)")
@@ -274,8 +275,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     quick = args.quick
     n_values = [2, 4, 8] if quick else [2, 3, 4, 6, 8, 12, 16]
-    head_grid = [16, 64, 256, 1024] if quick else [16, 64, 256, 1024, 4096, 16384]
-    samples = args.samples or (1500 if quick else 4000)
+    head_grid = [16, 64, 256, 1024, 4096] if quick else [16, 64, 256, 1024, 4096, 16384]
+    samples = args.samples or (1000 if quick else 4000)
     heads = draw_heads_figure(args.out_dir / "theorem5_heads.png")
     majority = majority_rows([16, 64], [11, 101, 1001] if quick else [11, 101, 1001, 10001], samples * 5, args.seed)
     rows = scaling_rows(args.d, n_values, head_grid, samples, args.seed)
