@@ -90,14 +90,16 @@ class TrainConfig:
         d = check_int("d", self.d, minimum=2)
         check_int("N", self.N, minimum=1)
         check_choice("keys", self.keys, KEY_KINDS)
-        rank = check_int("rank", self.rank, minimum=1, maximum=d)
+        positional_dim = check_int("positional_dim", self.positional_dim, minimum=0)
+        width_name = "d" if positional_dim == 0 else "d + positional_dim"
+        D = d + positional_dim  # width of the attention layers
+        rank = check_int("rank", self.rank, minimum=1, maximum=D)
         width = check_int("width", self.width, minimum=1)
         check_int("layers", self.layers, minimum=1)
         check_choice("value", self.value, VALUES)
         check_choice("attention", self.attention, ATTENTIONS)
         check_real("temperature", self.temperature, minimum=0.0, strict_minimum=True)
         check_choice("positional", self.positional, POSITIONALS)
-        positional_dim = check_int("positional_dim", self.positional_dim, minimum=0)
         check_int("ffn_dim", self.ffn_dim, minimum=1)
         check_int("steps", self.steps, minimum=1)
         check_int("batch_size", self.batch_size, minimum=1)
@@ -123,29 +125,35 @@ class TrainConfig:
             raise ValueError(f"init must be a weight-file path or None, got {self.init!r}")
         check_choice("model", self.model, MODELS)
         # Combinations.
-        if self.value == "standard" and d % rank != 0:
-            raise ValueError(
-                f"rank must divide d = {d} for standard heads (each block has d / rank heads of size rank), got {rank}"
-            )
-        if (width * d) % rank != 0:
-            raise ValueError(f"rank must divide width * d = {width * d} (H = width * d / rank heads), got {rank}")
         if self.positional == "concat" and positional_dim < 1:
             raise ValueError("positional_dim must be >= 1 when positional is 'concat', got 0")
         if self.positional != "concat" and positional_dim != 0:
             raise ValueError(f"positional_dim must be 0 unless positional is 'concat', got {positional_dim}")
+        if self.value == "standard" and D % rank != 0:
+            raise ValueError(
+                f"rank must divide {width_name} = {D} for standard heads (each block has ({width_name}) / rank "
+                f"heads of size rank), got {rank}"
+            )
+        if (width * D) % rank != 0:
+            raise ValueError(
+                f"rank must divide width * {width_name} = {width * D} (H = width * {width_name} / rank), got {rank}"
+            )
         if self.task == "nearest" and self.keys == "orthonormal" and self.N > d:
             raise ValueError(f"N must be <= d = {d} for orthonormal keys (D_N), got {self.N}")
         if self.task == "biased" and self.N != 2:
             raise ValueError(f"N must be 2 for the biased task, got {self.N}")
         if self.task == "icl" and self.model != "encoder":
             raise ValueError("model must be 'encoder' for the icl task (it needs a causal sequence model)")
-        if self.model == "theory" and self.task == "icl":
-            raise ValueError("task 'icl' is not supported by the theory model")
+
+    @property
+    def model_width(self) -> int:
+        """Width D of the attention layers: d, plus positional_dim for concatenated encodings."""
+        return self.d + self.positional_dim
 
     @property
     def heads(self) -> int:
-        """Heads per layer, H = width * d / rank."""
-        return self.width * self.d // self.rank
+        """Heads per layer, H = width * D / rank (D = model_width)."""
+        return self.width * self.model_width // self.rank
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON dictionary of every field."""

@@ -216,3 +216,58 @@ def test_device_resolution() -> None:
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="CUDA is not available"):
             training.resolve_device("cuda")
+
+
+# ------------------------------------------------------------------------------------ tasks, models, initialisation
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"task": "nearest", "keys": "orthonormal", "N": 2},
+        {"task": "nearest", "keys": "iid", "N": 5, "model": "theory", "rank": 2},
+        {"task": "farthest", "model": "theory", "rank": 2, "value": "full"},
+        {"task": "biased", "N": 2, "keys": "orthonormal"},
+        {"task": "icl", "N": 4, "positional": "additive"},
+        {"task": "farthest", "attention": "hardmax", "temperature": 4.0},
+        {"task": "farthest", "positional": "concat", "positional_dim": 2, "layers": 2, "rank": 3},
+        {
+            "task": "nearest",
+            "N": 2,
+            "model": "theory",
+            "positional": "concat",
+            "positional_dim": 2,
+            "layers": 2,
+            "rank": 3,
+            "value": "full",
+        },
+        {"task": "nearest", "N": 2, "model": "theory", "layers": 2, "rank": 1},
+    ],
+)
+def test_every_task_and_model_trains(tmp_path: Path, changes: dict) -> None:
+    config = dataclasses.replace(TINY, steps=3, log_every=3, checkpoint_every=3, **changes)
+    result = train(config, tmp_path, progress=False)
+    assert result.steps == 3 and math.isfinite(result.final_loss)
+
+
+def test_init_from_the_full_rank_construction_starts_at_its_error(tmp_path: Path) -> None:
+    """Fact 1's head (Q = K = V = I, temperature 10) loaded into the theory model: its MC error on D_2 (20000 samples)
+    is within 4 s.e. of the construction's predicted error (theory.bounds.full_rank_error, an exact quadrature)."""
+    from constructions.full_rank import save_full_rank
+    from constructions.weights_io import load_weights
+    from experiments.tasks import estimate_task_error
+
+    path = save_full_rank(tmp_path / "full.safetensors", 8, 10.0)
+    predicted = load_weights(path).predicted_error
+    config = TrainConfig(
+        task="nearest", d=8, N=2, keys="orthonormal", rank=8, model="theory", temperature=10.0, init=str(path)
+    )
+    task, model = training.build_run(config, torch.device("cpu"))
+    estimate = estimate_task_error(model, task, 20_000, torch.Generator().manual_seed(7))
+    assert estimate.contains(predicted), (estimate, predicted)
+    # Negative control: a freshly initialised model of the same shape is far from it.
+    _, fresh = training.build_run(dataclasses.replace(config, init=None), torch.device("cpu"))
+    assert not estimate_task_error(fresh, task, 20_000, torch.Generator().manual_seed(7)).contains(predicted)
+    # Training from the file keeps it near the optimum: the first epoch's loss is already small.
+    result = train(
+        dataclasses.replace(config, steps=5, log_every=5, lr=1e-4, batch_size=256), tmp_path / "run", progress=False
+    )
+    assert result.final_loss < 2 * predicted
