@@ -1,0 +1,97 @@
+"""Execution backends: the local process pool and Ray (a local instance) give the same results as in-process runs;
+a failing run comes back as an error outcome; the run-directory lock excludes a second trainer."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from experiments.backends import RunTask, execute_task, run_directory_lock, run_local, run_tasks, threads_per_worker
+from experiments.presets import get_preset, spec_kind
+from experiments.results_store import ResultsStore
+from experiments.sweep import run_sweep, store_path
+
+STEPS = {"steps": 10}
+
+
+def _losses(out: Path) -> dict[str, tuple[float, float]]:
+    with ResultsStore(store_path(out)) as store:
+        return {r.hash: (r.metrics["best_loss"], r.metrics["final_loss"]) for r in store.rows() if r.metrics}
+
+
+@pytest.fixture(scope="module")
+def in_process(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[float, float]]:
+    out = tmp_path_factory.mktemp("serial")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        assert run_sweep("smoke", "quick", out, workers=1, overrides=STEPS, progress=False)["finished"] == 6
+    finally:
+        torch.set_num_threads(threads)
+    return _losses(out)
+
+
+def test_local_pool_matches_in_process(tmp_path: Path, in_process: dict) -> None:
+    summary = run_sweep("smoke", "quick", tmp_path, workers=2, overrides=STEPS, progress=False)
+    assert summary["finished"] == 6 and summary["failed"] == 0
+    assert _losses(tmp_path) == in_process  # one torch thread per worker on 2 cores: bitwise the same
+
+
+def test_ray_local_instance_matches_in_process(tmp_path: Path, in_process: dict) -> None:
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        summary = run_sweep("smoke", "quick", tmp_path, backend="ray", overrides=STEPS, progress=False)
+    finally:
+        ray.shutdown()
+    assert summary["finished"] == 6 and summary["failed"] == 0
+    assert _losses(tmp_path) == in_process  # Ray workers run one torch thread each (num_cpus=1)
+
+
+def test_failing_run_is_an_outcome_not_an_exception(tmp_path: Path) -> None:
+    outcome = execute_task(RunTask("k", "train", {"d": 4, "rank": 3}, str(tmp_path)))  # 3 does not divide 4
+    assert not outcome.ok and "rank" in (outcome.error or "")
+    outcome = execute_task(RunTask("k", "nonsense", {}, str(tmp_path)))
+    assert not outcome.ok and "unknown run kind" in (outcome.error or "")
+
+
+def test_random_features_task(tmp_path: Path) -> None:
+    spec = get_preset("random-features").runs("quick")[0]
+    assert spec_kind(spec) == "random-features"
+    small = type(spec)(d=spec.d, head_counts=(1, 2, 4, 8), trial=0)
+    [outcome] = list(run_local([RunTask(small.config_hash(), "random-features", small.to_dict(), str(tmp_path))], 1))
+    errors = outcome.metrics["errors"]
+    assert outcome.ok and len(errors) == 4
+    assert all(b <= a + 1e-12 for a, b in zip(errors, errors[1:]))  # optimal error over nested prefixes: monotone
+    assert 0.0 < errors[-1] < 1.0  # 1 = zero map; > 0 since finitely many rank-1 heads cannot be exact
+
+
+def test_directory_lock_excludes_a_second_holder(tmp_path: Path) -> None:
+    order: list[str] = []
+
+    def second() -> None:
+        with run_directory_lock(tmp_path):
+            order.append("second")
+
+    with run_directory_lock(tmp_path):
+        thread = threading.Thread(target=second)
+        thread.start()
+        time.sleep(0.3)
+        order.append("first released")
+    thread.join(10)
+    assert order == ["first released", "second"]
+
+
+def test_argument_validation() -> None:
+    with pytest.raises(ValueError, match="backend"):
+        list(run_tasks([], "slurm"))
+    with pytest.raises(ValueError, match="workers"):
+        threads_per_worker(0)
+    with pytest.raises(ValueError, match="address"):
+        run_tasks([], "local", address="ray://x")
+    assert threads_per_worker(1) == max(1, os.cpu_count() or 1)
