@@ -255,3 +255,47 @@ def test_analyze_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert status == 0 and "angle_to_I_deg" in out and "bound_lower" in out
     status, _, err = run_cli(["analyze", str(tmp_path / "nowhere")], capsys)
     assert status == 2 and "run directory not found" in err
+
+
+def test_init_file_with_a_shorter_positional_table_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A multi-layer file (layout of constructions/weights_io.py) holds N = 2 context codes; N = 3 must be refused."""
+    import numpy as np
+
+    from constructions.weights_io import FORMAT_VERSION, save_weights
+
+    d, p, N, H, r = 4, 2, 2, 3, 2
+    D = d + p
+    rng = np.random.default_rng(0)
+    tensors = {
+        "layers.0.Q": rng.standard_normal((H, r, D)),
+        "layers.0.K": rng.standard_normal((H, r, D)),
+        "layers.0.V": rng.standard_normal((H, D, D)),
+        "context_codes": rng.standard_normal((N, p)),
+        "query_code": rng.standard_normal(p),
+        "readout": np.eye(d, D),
+    }
+    metadata = {
+        "construction": "test",
+        "layout": "multi-layer",
+        "d": d,
+        "p": p,
+        "N": N,
+        "L": 1,
+        "H": H,
+        "r": r,
+        "temperature": 2.0,
+        "predicted_error": float("nan"),
+        "version": FORMAT_VERSION,
+        "update": "query",
+    }
+    path = save_weights(tmp_path / "ml.safetensors", tensors, metadata)
+    common = ["train", "--task", "nearest", "--keys", "iid", "--d", "4", "--rank", "2", "--model", "theory"]
+    common += ["--positional", "concat", "--positional-dim", "2", "--temperature", "2", "--value", "full"]
+    common += ["--steps", "2", "--batch-size", "8", "--init", str(path)]
+    status, _, err = run_cli([*common, "--N", "3", "--out", str(tmp_path / "a")], capsys)
+    assert status == 2 and "N = 3 is larger than the file's positional table (N = 2)" in err, err
+    status, out, err = run_cli([*common, "--N", "2", "--out", str(tmp_path / "b"), "--json"], capsys)
+    assert status == 0, err
+    assert json.loads(out)["steps"] == 2
