@@ -114,7 +114,7 @@ def test_full_rank_construction(record_claim, tmp_path):
             lambda X, y, c=c, T=T: multihead_attention(c.Q, c.K, c.V, X, y, T, c.score_bias),
             lambda X, y: biased_target(X, y, grid),  # equals the literal sum (test_decomposition)
             lambda n, r: sample_biased_context(n, d, r),
-            20000,
+            12000,
             rng,
         )
         assert est.contains(exact), f"T={T}: MC {est.mean} +- {est.stderr} vs quadrature {exact}"
