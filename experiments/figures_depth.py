@@ -236,8 +236,9 @@ def draw_scaling_figure(rows: Sequence[dict[str, Any]], table: Sequence[dict[str
     right.fill_between(
         [r["N"] for r in finite],
         [r["heads_needed_low"] for r in finite],
-        [min(r["heads_needed_high"], 1e12) for r in finite],
+        [min(r["heads_needed_high"], 4 * max(grid)) for r in finite],  # inf = beyond the grid: clipped
         alpha=0.2,
+        label="4 s.e. band (clipped at 4x the largest H)",
     )
     right.plot([r["N"] for r in table], [1 for _ in table], "k--", label="one full-rank head (error 0)")
     right.set_xscale("log")
