@@ -71,7 +71,9 @@ def baseline_errors(q: np.ndarray, k: np.ndarray, counts: np.ndarray) -> np.ndar
     errors = []
     for m in counts:
         qm, km, bm = q[:m], k[:m], b[:m]
-        C = 0.5 + (2.0 / math.pi**2) * np.arcsin(np.clip(qm @ qm.T, -1.0, 1.0)) * np.arcsin(np.clip(km @ km.T, -1.0, 1.0))
+        C = 0.5 + (2.0 / math.pi**2) * np.arcsin(np.clip(qm @ qm.T, -1.0, 1.0)) * np.arcsin(
+            np.clip(km @ km.T, -1.0, 1.0)
+        )
         a = np.linalg.solve(C, bm)
         errors.append(1.0 - float(bm @ a))
         del C
@@ -105,15 +107,22 @@ def main(argv: list[str] | None = None) -> int:
     worst_relative = 0.0
     rows = []
     start_all = time.perf_counter()
-    for i, d in enumerate(dims):
-        for trial in range(args.trials):
+    # trial-major order: an interrupted run still holds every dimension for its first trials
+    for trial in range(args.trials):
+        for i, d in enumerate(dims):
             q, k = sample_heads(int(counts[-1]), d, np.random.default_rng([args.seed, d, trial]))
             t0 = time.perf_counter()
             result = prefix_errors(q, k, counts)
             ours = time.perf_counter() - t0
             ours_total += ours
             errors[i, trial] = result.errors
-            row = {"d": d, "trial": trial, "ours_s": ours, "cg_iterations": result.cg_iterations.tolist()}
+            row = {
+                "d": d,
+                "trial": trial,
+                "ours_s": ours,
+                "cg_iterations": result.cg_iterations.tolist(),
+                "errors": result.errors.tolist(),
+            }
             if trial < baseline_trials and d in baseline_dims:
                 t0 = time.perf_counter()
                 reference = baseline_errors(q, k, counts)

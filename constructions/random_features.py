@@ -84,7 +84,9 @@ CG_RTOL = 1e-12
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def sample_heads(H: int, d: int, rng: np.random.Generator, distribution: str = "uniform-cosine") -> tuple[FloatArray, FloatArray]:
+def sample_heads(
+    H: int, d: int, rng: np.random.Generator, distribution: str = "uniform-cosine"
+) -> tuple[FloatArray, FloatArray]:
     """Draw H rank-1 heads (unit query and key directions).
 
     "uniform-cosine": q uniform; k = t q + sqrt(1 - t^2) w with t uniform on [-1, 1] and w uniform on the unit sphere

@@ -100,7 +100,9 @@ def test_singular_kernel_uses_pseudo_inverse() -> None:
 def test_prediction_agrees_with_monte_carlo(distribution: str) -> None:
     """E(a) = a^T C a - 2 a^T b + 1 vs the reference evaluator on n = 20000 D_2 samples, within 4 s.e."""
     construction = construct_random_features(8, 24, np.random.default_rng(5), distribution)
-    estimate = monte_carlo_error(construction.q, construction.k, construction.weights.a, 20000, np.random.default_rng(6))
+    estimate = monte_carlo_error(
+        construction.q, construction.k, construction.weights.a, 20000, np.random.default_rng(6)
+    )
     assert estimate.contains(construction.predicted_error, Z), (estimate, construction.predicted_error)
 
 
@@ -219,7 +221,10 @@ def test_weight_file_round_trip_and_evaluation(tmp_path) -> None:
         (lambda: random_feature_curve([1], [1, 2], 1, np.random.default_rng(0)), "dims"),
         (lambda: random_feature_curve([4], [2, 1], 1, np.random.default_rng(0)), "counts"),
         (lambda: random_feature_curve([4], [1, 2], 0, np.random.default_rng(0)), "trials"),
-        (lambda: monte_carlo_error(np.ones((2, 3)), np.ones((2, 3)), np.ones(2), 1, np.random.default_rng(0)), "n_samples"),
+        (
+            lambda: monte_carlo_error(np.ones((2, 3)), np.ones((2, 3)), np.ones(2), 1, np.random.default_rng(0)),
+            "n_samples",
+        ),
     ],
 )
 def test_bad_input_names_the_parameter(call, name: str) -> None:
@@ -233,7 +238,9 @@ def test_cli_writes_a_loadable_file(tmp_path, capsys) -> None:
     from experiments.cli import main
 
     out = tmp_path / "rf.safetensors"
-    status = main(["construct", "random-features", "--d", "8", "--heads", "32", "--seed", "3", "--out", str(out), "--json"])
+    status = main(
+        ["construct", "random-features", "--d", "8", "--heads", "32", "--seed", "3", "--out", str(out), "--json"]
+    )
     assert status == 0
     printed = json.loads(capsys.readouterr().out)
     loaded = load_weights(out)

@@ -1,4 +1,4 @@
-"""`attnrank construct random-features --d D --heads H --seed S --out FILE`: random rank-1 heads, optimal V_h = a_h I."""
+"""`attnrank construct random-features --d D --heads H --seed S --out FILE`: random rank-1 heads, V_h = a_h I."""
 
 from __future__ import annotations
 
@@ -6,8 +6,12 @@ import argparse
 
 import numpy as np
 
-from constructions.random_features import DISTRIBUTIONS, construct_random_features, random_features_metadata
-from constructions.random_features import attention_weights_of
+from constructions.random_features import (
+    DISTRIBUTIONS,
+    attention_weights_of,
+    construct_random_features,
+    random_features_metadata,
+)
 from constructions.weights_io import save_weights
 from experiments.cli_output import emit
 from theory.validation import check_dimension, check_heads, check_int
