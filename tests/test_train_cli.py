@@ -63,10 +63,14 @@ def test_bad_combinations_exit_2_with_one_line(
     assert not (tmp_path / "run" / "checkpoint.pt").exists()
 
 
-def test_unknown_task_is_a_usage_error(tmp_path: Path) -> None:
-    with pytest.raises(SystemExit) as info:
-        main(["train", "--task", "sorting", "--out", str(tmp_path)])
-    assert info.value.code == 2
+def test_unknown_task_and_choices_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for flag, value, message in (
+        ("--task", "sorting", "task must be one of 'nearest', 'farthest', 'biased', 'icl', got 'sorting'"),
+        ("--model", "mlp", "model must be one of 'encoder', 'theory', got 'mlp'"),
+        ("--attention", "linear", "attention must be one of"),
+    ):
+        status, _, err = run_cli(["train", flag, value, "--out", str(tmp_path / "run")], capsys)
+        assert status == 2 and err.count("\n") == 1 and message in err, err
 
 
 def test_init_file_mismatch_and_corruption_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

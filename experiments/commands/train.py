@@ -26,31 +26,30 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "train",
         help="train a transformer on a task (AdamW, warm-up + cosine, fresh samples)",
         description="Train one model on one task with the paper's optimiser (AdamW lr 0.01, betas (0.9, 0.95), no "
-        "weight decay, 5%% linear warm-up then cosine decay, batch 256 of fresh samples). Writes config.json, "
+        "weight decay, 5% linear warm-up then cosine decay, batch 256 of fresh samples). Writes config.json, "
         "metrics.csv, checkpoint.pt and result.json to --out; re-running the same command resumes from the last "
         "checkpoint. Prints the final loss (mean training loss of the last epoch = last --log-every steps) and the "
         "best loss (lowest epoch-mean training loss, the paper's metric).",
     )
     d = _DEFAULTS
-    parser.add_argument("--task", choices=TASKS, default=d.task, help="task (default %(default)s)")
+    # Choices are validated by TrainConfig (not argparse), so a bad value is one line and exit status 2.
+    parser.add_argument("--task", default=d.task, help=f"{' | '.join(TASKS)} (default %(default)s)")
     parser.add_argument("--d", type=int, default=d.d, help="token dimension (default %(default)s)")
     parser.add_argument("--N", type=int, default=d.N, help="context length; icl: number of pairs (default %(default)s)")
     parser.add_argument(
-        "--keys", choices=KEY_KINDS, default=d.keys, help="nearest: key distribution (default %(default)s)"
+        "--keys", default=d.keys, help=f"{' | '.join(KEY_KINDS)}: nearest's key law (default %(default)s)"
     )
     parser.add_argument("--rank", type=int, default=d.rank, help="query/key rank r per head (default %(default)s)")
     parser.add_argument(
         "--width", type=int, default=d.width, help="c: H = c d / r heads per layer (default %(default)s)"
     )
     parser.add_argument("--layers", type=int, default=d.layers, help="number of layers (default %(default)s)")
-    parser.add_argument("--value", choices=VALUES, default=d.value, help="value/output maps (default %(default)s)")
-    parser.add_argument("--attention", choices=ATTENTIONS, default=d.attention, help="default %(default)s")
+    parser.add_argument("--value", default=d.value, help=f"{' | '.join(VALUES)} value maps (default %(default)s)")
+    parser.add_argument("--attention", default=d.attention, help=f"{' | '.join(ATTENTIONS)} (default %(default)s)")
     parser.add_argument(
         "--temperature", type=_temperature, default=d.temperature, help="score multiplier (default %(default)s)"
     )
-    parser.add_argument(
-        "--positional", choices=POSITIONALS, default=d.positional, help="positional encodings (default %(default)s)"
-    )
+    parser.add_argument("--positional", default=d.positional, help=f"{' | '.join(POSITIONALS)} (default %(default)s)")
     parser.add_argument("--positional-dim", type=int, default=d.positional_dim, help="width of concatenated encodings")
     parser.add_argument(
         "--ffn-dim", type=int, default=d.ffn_dim, help="encoder feed-forward width (default %(default)s)"
@@ -75,7 +74,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--log-every", type=int, default=d.log_every, help="steps per epoch/metrics row (default %(default)s)"
     )
     parser.add_argument("--init", default=None, help="construction weight file to initialise the theory model from")
-    parser.add_argument("--model", choices=MODELS, default=d.model, help="default %(default)s")
+    parser.add_argument("--model", default=d.model, help=f"{' | '.join(MODELS)} (default %(default)s)")
     parser.add_argument("--out", required=True, type=Path, help="run directory")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
