@@ -74,7 +74,7 @@ def compare(number: PaperNumber, records: Sequence[Record]) -> Comparison:
         ]
         best = best_over_seeds(matching, seeds_key)
         ours = None if not best else (min(best.values()), max(best.values()))
-    low, high = number.paper
+    low, high = number.value
     if ours is None:
         verdict = "not run at this scale"
     elif ours[1] < low * 0.5:
@@ -83,7 +83,7 @@ def compare(number: PaperNumber, records: Sequence[Record]) -> Comparison:
         verdict = f"ours higher (x{ours[0] / max(high, 1e-300):.2g} above)"
     else:
         verdict = "agrees (within a factor 2 of the paper's range)"
-    return Comparison(number.label, number.paper, ours, len(matching), verdict)
+    return Comparison(number.label, number.value, ours, len(matching), verdict)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
