@@ -15,6 +15,7 @@ from experiments.backends import RunTask, execute_task, run_directory_lock, run_
 from experiments.presets import get_preset, spec_kind
 from experiments.results_store import ResultsStore
 from experiments.sweep import run_sweep, store_path
+from experiments.training import TrainConfig
 
 STEPS = {"steps": 10}
 
@@ -37,11 +38,17 @@ def in_process(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[floa
 
 
 def test_local_pool_matches_in_process(tmp_path: Path, in_process: dict) -> None:
-    summary = run_sweep("smoke", "quick", tmp_path, workers=2, overrides=STEPS, progress=False)
-    assert summary["finished"] == 6 and summary["failed"] == 0
-    assert _losses(tmp_path) == in_process  # one torch thread per worker on 2 cores: bitwise the same
+    """Two runs on a 2-process pool (spawned workers, one torch thread each) give bitwise the in-process losses."""
+    specs = [TrainConfig.from_dict({**s.to_dict(), **STEPS}) for s in get_preset("smoke").runs("quick")[:2]]
+    tasks = [RunTask(s.config_hash(), "train", s.to_dict(), str(tmp_path / s.config_hash())) for s in specs]
+    outcomes = {o.key: o for o in run_local(tasks, workers=2)}
+    assert set(outcomes) == {t.key for t in tasks}
+    for key, outcome in outcomes.items():
+        assert outcome.ok and (outcome.metrics["best_loss"], outcome.metrics["final_loss"]) == in_process[key]
+        assert outcome.provenance["versions"]["torch"] == torch.__version__
 
 
+@pytest.mark.slow  # Ray start-up plus six runs: ~40 s on an idle 2-core machine, minutes under load
 def test_ray_local_instance_matches_in_process(tmp_path: Path, in_process: dict) -> None:
     ray = pytest.importorskip("ray")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
