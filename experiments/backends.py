@@ -43,6 +43,16 @@ class RunTask:
     run_dir: str
 
 
+@dataclass(frozen=True)
+class RunBatch:
+    """Training tasks whose configs differ only in seed, trained together (`experiments.batched_training`)."""
+
+    tasks: tuple[RunTask, ...]
+
+
+WorkItem = RunTask | RunBatch
+
+
 @dataclass
 class RunOutcome:
     """What a worker sends back: metrics and provenance, or the error text."""
@@ -129,6 +139,33 @@ def execute_task(task: RunTask) -> RunOutcome:
         return RunOutcome(task.key, False, error=text)
 
 
+def execute_batch(batch: RunBatch) -> list[RunOutcome]:
+    """Train a batch of seed-only-different runs together; every run's result.json is written; never raises."""
+    from experiments.batched_training import train_batched
+    from experiments.training import TrainConfig, provenance, write_json
+
+    try:
+        configs = [TrainConfig.from_dict(t.spec) for t in batch.tasks]
+        with contextlib.ExitStack() as locks:
+            for t in batch.tasks:
+                locks.enter_context(run_directory_lock(Path(t.run_dir)))
+            results = train_batched(configs)
+            for t, c, result in zip(batch.tasks, configs, results):
+                write_json(Path(t.run_dir) / "config.json", {"config": c.to_dict(), "config_hash": c.config_hash(),
+                                                             **provenance(), "batched": len(configs)})
+                write_json(Path(t.run_dir) / "result.json", result.to_dict())
+        prov = provenance()
+        return [RunOutcome(t.key, True, r.to_dict(), prov) for t, r in zip(batch.tasks, results)]
+    except Exception as exc:  # noqa: BLE001 - every run of the batch is reported failed
+        text = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
+        return [RunOutcome(t.key, False, error=text) for t in batch.tasks]
+
+
+def execute_item(item: WorkItem) -> list[RunOutcome]:
+    """Execute a single run or a batch; a list of outcomes either way."""
+    return execute_batch(item) if isinstance(item, RunBatch) else [execute_task(item)]
+
+
 def threads_per_worker(workers: int) -> int:
     """Torch intra-op threads for each of ``workers`` local workers: the machine's cores shared evenly."""
     return max(1, (os.cpu_count() or 1) // check_int("workers", workers, minimum=1))
@@ -146,7 +183,7 @@ def _worker_init(threads: int) -> None:
                 os._exit(1)
 
 
-def run_local(tasks: Sequence[RunTask], workers: int) -> Iterator[RunOutcome]:
+def run_local(tasks: Sequence[WorkItem], workers: int) -> Iterator[RunOutcome]:
     """Run tasks on this machine, yielding outcomes as they complete.
 
     Args:
@@ -156,7 +193,7 @@ def run_local(tasks: Sequence[RunTask], workers: int) -> Iterator[RunOutcome]:
     workers = check_int("workers", workers, minimum=1)
     if workers == 1 or len(tasks) <= 1:
         for task in tasks:  # the driver's own torch threads (OMP_NUM_THREADS / torch.set_num_threads) are kept
-            yield execute_task(task)
+            yield from execute_item(task)
         return
     with ProcessPoolExecutor(
         max_workers=min(workers, len(tasks)),
@@ -164,37 +201,40 @@ def run_local(tasks: Sequence[RunTask], workers: int) -> Iterator[RunOutcome]:
         initializer=_worker_init,
         initargs=(threads_per_worker(workers),),
     ) as pool:
-        pending: set[Future[RunOutcome]] = {pool.submit(execute_task, task) for task in tasks}
+        pending: set[Future[list[RunOutcome]]] = {pool.submit(execute_item, task) for task in tasks}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
-                yield future.result()
+                yield from future.result()
 
 
-def run_ray(tasks: Sequence[RunTask], address: str | None = None) -> Iterator[RunOutcome]:
+def run_ray(tasks: Sequence[WorkItem], address: str | None = None) -> Iterator[RunOutcome]:
     """Run tasks as Ray tasks (a new local Ray instance unless one is running or ``address`` is given)."""
     import ray
 
     if not ray.is_initialized():
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
-    cpu_task = ray.remote(num_cpus=1)(execute_task)
-    gpu_task = ray.remote(num_gpus=1)(execute_task)
+    cpu_task = ray.remote(num_cpus=1)(execute_item)
+    gpu_task = ray.remote(num_gpus=1)(execute_item)
     refs = {}
     for task in tasks:
-        wants_gpu = task.kind == "train" and str(task.spec.get("device", "auto")).startswith("cuda")
+        first = task.tasks[0] if isinstance(task, RunBatch) else task
+        wants_gpu = first.kind == "train" and str(first.spec.get("device", "auto")).startswith("cuda")
         refs[(gpu_task if wants_gpu else cpu_task).remote(task)] = task
     while refs:
         done, _ = ray.wait(list(refs), num_returns=1)
         for ref in done:
             task = refs.pop(ref)
             try:
-                yield ray.get(ref)
+                yield from ray.get(ref)
             except Exception as exc:  # noqa: BLE001 - a worker crash (not an exception inside the run)
-                yield RunOutcome(task.key, False, error=f"ray task failed: {type(exc).__name__}: {exc}")
+                members = task.tasks if isinstance(task, RunBatch) else (task,)
+                for member in members:
+                    yield RunOutcome(member.key, False, error=f"ray task failed: {type(exc).__name__}: {exc}")
 
 
 def run_tasks(
-    tasks: Sequence[RunTask], backend: str = "local", *, workers: int | None = None, address: str | None = None
+    tasks: Sequence[WorkItem], backend: str = "local", *, workers: int | None = None, address: str | None = None
 ) -> Iterator[RunOutcome]:
     """Dispatch to a backend. ``workers`` defaults to os.cpu_count() (local only)."""
     check_choice("backend", backend, BACKENDS)

@@ -12,6 +12,7 @@ steps since each unfinished run's last checkpoint and never a finished result, a
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Mapping
@@ -20,7 +21,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from experiments.backends import RunTask, run_tasks
+from experiments.backends import RunBatch, RunTask, WorkItem, run_tasks
 from experiments.presets import get_preset, spec_kind, with_overrides
 from experiments.results_store import ResultsStore
 
@@ -33,6 +34,21 @@ def store_path(out: Path | str) -> Path:
     return Path(out) / STORE_NAME
 
 
+def group_by_seed(tasks: list[RunTask]) -> list[WorkItem]:
+    """Training tasks whose configs are equal up to the seed become one RunBatch (others stay single)."""
+    groups: dict[str, list[RunTask]] = {}
+    items: list[WorkItem] = []
+    for task in tasks:
+        if task.kind != "train" or task.spec.get("init") is not None:
+            items.append(task)
+            continue
+        key = json.dumps({k: v for k, v in task.spec.items() if k != "seed"}, sort_keys=True)
+        groups.setdefault(key, []).append(task)
+    for members in groups.values():
+        items.append(RunBatch(tuple(members)) if len(members) > 1 else members[0])
+    return items
+
+
 def run_sweep(
     preset: str,
     scale: str,
@@ -43,6 +59,7 @@ def run_sweep(
     address: str | None = None,
     overrides: Mapping[str, Any] | None = None,
     progress: bool = True,
+    batch_seeds: bool = False,
 ) -> dict[str, Any]:
     """Run (or finish) the sweep ``preset`` at ``scale`` into ``out``.
 
@@ -56,6 +73,8 @@ def run_sweep(
         overrides: TrainConfig fields replaced in every training run (e.g. {"steps": 10000}); recorded as part of
             each run's config (and hence of its hash).
         progress: show a progress bar over runs (stderr).
+        batch_seeds: train the runs that differ only in seed together in one process (stacked parameters,
+            `experiments.batched_training`; for GPUs; no mid-run checkpoints, so a killed batch restarts).
 
     Returns:
         summary: preset, scale, runs, skipped (already done), finished, diverged, failed (this call), seconds,
@@ -83,7 +102,8 @@ def run_sweep(
         with bar:
             for task in tasks:
                 store.mark_running(task.key)
-            for outcome in run_tasks(tasks, backend, workers=workers, address=address):
+            items = group_by_seed(tasks) if batch_seeds else list(tasks)
+            for outcome in run_tasks(items, backend, workers=workers, address=address):
                 if outcome.ok:
                     store.record_result(outcome.key, outcome.metrics, outcome.provenance)  # committed before we go on
                     counts["diverged" if outcome.metrics.get("diverged") else "finished"] += 1

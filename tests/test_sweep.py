@@ -153,3 +153,20 @@ def test_failed_run_is_recorded_and_retried(tmp_path: Path, monkeypatch: pytest.
     assert again["finished"] == 6 and again["skipped"] == 0
     with ResultsStore(store_path(tmp_path)) as store:
         assert all(r.attempts == 2 and r.status == "finished" for r in store.rows())
+
+
+def test_batched_sweep_matches_separate_runs(tmp_path: Path) -> None:
+    """--batch-seeds trains the smoke preset's seed pairs together; losses agree with train() runs to float32
+    rounding (relative 1e-5, ~100 epsilons; see tests/test_batched_training.py)."""
+    torch.set_num_threads(1)
+    separate = run_sweep("smoke", "quick", tmp_path / "a", workers=1, progress=False, overrides={"steps": 10})
+    batched = run_sweep("smoke", "quick", tmp_path / "b", workers=1, progress=False, overrides={"steps": 10},
+                        batch_seeds=True)
+    assert separate["finished"] == batched["finished"] == 6
+    with ResultsStore(store_path(tmp_path / "a")) as a, ResultsStore(store_path(tmp_path / "b")) as b:
+        ra = {r.hash: r.metrics for r in a.rows()}
+        rb = {r.hash: r.metrics for r in b.rows()}
+    assert set(ra) == set(rb)
+    for key, metrics in ra.items():
+        assert metrics is not None and rb[key] is not None and rb[key]["batched"] == 2
+        assert rb[key]["final_loss"] == pytest.approx(metrics["final_loss"], rel=1e-5)

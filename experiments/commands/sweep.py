@@ -49,6 +49,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="override a TrainConfig field in every training run (JSON value), e.g. --set steps=10000; repeatable",
     )
+    parser.add_argument(
+        "--batch-seeds",
+        action="store_true",
+        help="train runs that differ only in seed together in one process (stacked parameters; for GPUs)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
@@ -66,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         address=args.address,
         overrides=_overrides(args.set),
         progress=not args.no_progress,
+        batch_seeds=args.batch_seeds,
     )
     summary["seconds"] = round(summary["seconds"], 3)
     emit(summary, as_json=args.json, title=None if args.json else f"sweep {args.preset} ({args.scale}) -> {args.out}")
