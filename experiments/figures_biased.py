@@ -207,7 +207,7 @@ def draw(rows: list[dict[str, Any]], path: Path) -> None:
         ax.plot(b, [row["floor"] for row in part], ls="--", color=line.get_color(), alpha=0.6, label=f"r = {r}: floor")
     ax.axhline(FLOOR_LEVEL_ABSOLUTE, color="grey", lw=0.8)
     ax.set_xscale("log")
-    ax.set_xlabel("value-norm budget  sum_h ||V_h||_F^2  (>= d H max ||V_h||^2 ball)")
+    ax.set_xlabel("budget B: sum_h ||V_h||_F^2 <= B (contains d H max ||V_h||^2 <= B)")
     ax.set_ylabel("E ||f - F||^2")
     ax.set_title(f"Theorem 3, d = {rows[0]['d']}: low rank stays at the sawtooth energy")
     ax.legend(fontsize=6)
