@@ -38,9 +38,18 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    base = {"task": "farthest", "d": args.d, "N": args.N, "rank": args.rank, "ffn_dim": args.ffn_dim,
-            "steps": args.steps, "batch_size": args.batch_size, "log_every": 10, "checkpoint_every": args.steps,
-            "device": args.device}
+    base = {
+        "task": "farthest",
+        "d": args.d,
+        "N": args.N,
+        "rank": args.rank,
+        "ffn_dim": args.ffn_dim,
+        "steps": args.steps,
+        "batch_size": args.batch_size,
+        "log_every": 10,
+        "checkpoint_every": args.steps,
+        "device": args.device,
+    }
     warm = {**base, "steps": 5, "checkpoint_every": 5}
     with tempfile.TemporaryDirectory() as tmp:
         train(TrainConfig(**warm), Path(tmp) / "warm", progress=False)
@@ -54,19 +63,33 @@ def main() -> int:
             started = time.perf_counter()
             batched = train_batched(configs)
             t_batched = time.perf_counter() - started
-            gap = max(abs(a.final_loss - b.final_loss) / abs(b.final_loss) for a, b in zip(batched, separate))
-            rows.append({"K": K, "separate_s": t_separate, "batched_s": t_batched, "speedup": t_separate / t_batched,
-                         "runs_per_s_separate": K / t_separate, "runs_per_s_batched": K / t_batched,
-                         "max_rel_loss_diff": gap})
+            gap = max(
+                abs(a.final_loss - b.final_loss) / abs(b.final_loss) for a, b in zip(batched, separate, strict=False)
+            )
+            rows.append(
+                {
+                    "K": K,
+                    "separate_s": t_separate,
+                    "batched_s": t_batched,
+                    "speedup": t_separate / t_batched,
+                    "runs_per_s_separate": K / t_separate,
+                    "runs_per_s_batched": K / t_batched,
+                    "max_rel_loss_diff": gap,
+                }
+            )
     if args.json:
         print(json.dumps({"config": base, "rows": rows}))
     else:
-        print(f"farthest d={args.d} N={args.N} r={args.rank} ffn={args.ffn_dim} steps={args.steps} "
-              f"batch={args.batch_size} device={args.device} threads={args.threads}")
+        print(
+            f"farthest d={args.d} N={args.N} r={args.rank} ffn={args.ffn_dim} steps={args.steps} "
+            f"batch={args.batch_size} device={args.device} threads={args.threads}"
+        )
         print(f"{'K':>4} {'separate s':>11} {'batched s':>10} {'speed-up':>9} {'max rel diff':>13}")
         for r in rows:
-            print(f"{r['K']:>4} {r['separate_s']:>11.2f} {r['batched_s']:>10.2f} {r['speedup']:>9.2f} "
-                  f"{r['max_rel_loss_diff']:>13.2e}")
+            print(
+                f"{r['K']:>4} {r['separate_s']:>11.2f} {r['batched_s']:>10.2f} {r['speedup']:>9.2f} "
+                f"{r['max_rel_loss_diff']:>13.2e}"
+            )
     return 0
 
 

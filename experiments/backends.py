@@ -6,8 +6,8 @@ its run directory while it trains (``fcntl.flock`` on ``<run_dir>/.lock``), so e
 driver cannot train the same directory at the same time as the re-run sweep; on Linux the local pool's workers also
 ask the kernel to kill them when the driver dies (``PR_SET_PDEATHSIG``).
 
-- ``local``: ``workers = 1`` runs in the driver process (with the driver's torch threads); more use a ``ProcessPoolExecutor`` (spawn) whose workers
-  each use ``max(1, os.cpu_count() // workers)`` torch threads.
+- ``local``: ``workers = 1`` runs in the driver process (with the driver's torch threads); more use a
+  ``ProcessPoolExecutor`` (spawn) whose workers each use ``max(1, os.cpu_count() // workers)`` torch threads.
 - ``ray``: one Ray task per run (``num_cpus = 1``, or ``num_gpus = 1`` for CUDA runs); ``address`` joins an existing
   cluster (run directories must then be on storage shared by every node).
 """
@@ -150,12 +150,14 @@ def execute_batch(batch: RunBatch) -> list[RunOutcome]:
             for t in batch.tasks:
                 locks.enter_context(run_directory_lock(Path(t.run_dir)))
             results = train_batched(configs)
-            for t, c, result in zip(batch.tasks, configs, results):
-                write_json(Path(t.run_dir) / "config.json", {"config": c.to_dict(), "config_hash": c.config_hash(),
-                                                             **provenance(), "batched": len(configs)})
+            for t, c, result in zip(batch.tasks, configs, results, strict=False):
+                write_json(
+                    Path(t.run_dir) / "config.json",
+                    {"config": c.to_dict(), "config_hash": c.config_hash(), **provenance(), "batched": len(configs)},
+                )
                 write_json(Path(t.run_dir) / "result.json", result.to_dict())
         prov = provenance()
-        return [RunOutcome(t.key, True, r.to_dict(), prov) for t, r in zip(batch.tasks, results)]
+        return [RunOutcome(t.key, True, r.to_dict(), prov) for t, r in zip(batch.tasks, results, strict=False)]
     except Exception as exc:  # noqa: BLE001 - every run of the batch is reported failed
         text = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
         return [RunOutcome(t.key, False, error=text) for t in batch.tasks]

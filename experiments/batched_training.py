@@ -97,11 +97,10 @@ def train_batched(configs: Sequence[TrainConfig]) -> list[TrainResult]:
         if isinstance(layer, RankedMultiheadAttention):
             layer._chunked_self_attention = types.MethodType(_unfused_self_attention, layer)  # type: ignore[method-assign]
     generators = [sampler_generator(c.seed) for c in configs]
-    optimizer = torch.optim.AdamW(list(params.values()), lr=first.lr, betas=first.betas,
-                                  weight_decay=first.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: lr_factor(s, first.steps, first.warmup_fraction)
+    optimizer = torch.optim.AdamW(
+        list(params.values()), lr=first.lr, betas=first.betas, weight_decay=first.weight_decay
     )
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, first.steps, first.warmup_fraction))
 
     def one_loss(p: dict, b: dict, tokens: torch.Tensor, target: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
         batch = Batch(tokens=tokens, target=target, context=context)

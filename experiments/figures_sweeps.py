@@ -52,7 +52,7 @@ def _line_figure(
     best = best_over_seeds(records, keys)
     panels = sorted({k[0] for k in best}) if panel else [None]
     fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(4.2 * max(len(panels), 1), 3.6), squeeze=False)
-    for ax, p in zip(axes[0], panels):
+    for ax, p in zip(axes[0], panels, strict=False):
         lines: dict[Any, list[tuple[Any, float]]] = defaultdict(list)
         for key, loss in best.items():
             if panel and key[0] != p:

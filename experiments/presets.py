@@ -14,12 +14,13 @@ Run specs are either a :class:`experiments.training.TrainConfig` (kind "train", 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Union
+from typing import Any
 
 from experiments.training import TrainConfig
 from theory.validation import check_choice, check_dimension, check_int
@@ -47,7 +48,7 @@ class RandomFeaturesSpec:
     def __post_init__(self) -> None:
         check_dimension(self.d, name="d")
         counts = tuple(check_int("head_counts", h, minimum=1) for h in self.head_counts)
-        if not counts or any(b <= a for a, b in zip(counts, counts[1:])):
+        if not counts or any(b <= a for a, b in zip(counts, counts[1:], strict=False)):
             raise ValueError(f"head_counts must be a non-empty strictly increasing sequence, got {self.head_counts!r}")
         object.__setattr__(self, "head_counts", counts)
         check_int("trial", self.trial, minimum=0)
@@ -65,7 +66,7 @@ class RandomFeaturesSpec:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-RunSpec = Union[TrainConfig, RandomFeaturesSpec]
+RunSpec = TrainConfig | RandomFeaturesSpec
 SPEC_KINDS = ("train", "random-features")
 
 
@@ -154,7 +155,7 @@ def grid(base: Mapping[str, Any], **axes: Sequence[Any]) -> list[TrainConfig]:
     configs = []
     for values in itertools.product(*(axes[n] for n in names)):
         data = dict(base)
-        data.update(zip(names, values))
+        data.update(zip(names, values, strict=False))
         if "rank_fraction" in data:
             data["rank"] = max(1, int(data["d"]) // int(data.pop("rank_fraction")))
         configs.append(TrainConfig(**data))
@@ -267,7 +268,7 @@ def _positional(
 
 def _posn(scale: str) -> list[RunSpec]:
     if scale == "quick":
-        base = {**FARTHEST, **QUICK, "N": 8, "width": 1}
+        base: dict[str, Any] = {**FARTHEST, **QUICK, "N": 8, "width": 1}
         specs = _positional(base, 16, 16, (1, 3), (2,), (0,))
         specs.append(TrainConfig(**{**base, "d": 16, "layers": 1, "rank": 16, "seed": 0}))  # full-rank reference
         return specs
@@ -286,6 +287,7 @@ def _posn(scale: str) -> list[RunSpec]:
 
 
 def _random_features(scale: str) -> list[RunSpec]:
+    dims: tuple[int, ...]
     if scale == "quick":
         dims, top, trials = (8, 16), 10, 2
     elif scale == "cpu":
@@ -370,8 +372,10 @@ def _smoke(scale: str) -> list[RunSpec]:
     return list(grid(tiny, rank=(4, 2, 1), seed=(0, 1)))
 
 
-def _scales(builder: Callable[[str], list[RunSpec]], scales: Sequence[str] = SCALES) -> dict[str, Callable[[], list]]:
-    return {s: (lambda s=s: builder(s)) for s in scales}
+def _scales(
+    builder: Callable[[str], list[RunSpec]], scales: Sequence[str] = SCALES
+) -> dict[str, Callable[[], list[RunSpec]]]:
+    return {s: functools.partial(builder, s) for s in scales}
 
 
 # Paper numbers (PAPER.md section 6), Figure 1: L x {full, half, low} x c.

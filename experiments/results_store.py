@@ -166,7 +166,8 @@ class ResultsStore:
         """A run raised: status failed with the message (retried on the next sweep)."""
         with self._transaction():
             self.connection.execute(
-                "UPDATE runs SET status = 'failed', error = ? WHERE hash = ? AND status NOT IN ('finished', 'diverged')",
+                "UPDATE runs SET status = 'failed', error = ? "
+                "WHERE hash = ? AND status NOT IN ('finished', 'diverged')",
                 (error, key),
             )
 

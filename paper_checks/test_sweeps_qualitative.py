@@ -58,8 +58,9 @@ def test_fig1_full_rank_wins(record_claim, report_dir: Path, full_mode: bool) ->
 def test_figN_low_rank_degrades_with_N(record_claim, report_dir: Path) -> None:  # type: ignore[no-untyped-def]
     records = _sweep("figN", report_dir / "sweep-figN")
     holds, text = error_grows_with_n(records)
-    record_claim(measured=text, reference="paper (d=64, L=2, c=64): r=1 0.02 / 0.63 / 0.81 / 1.16 at N=4..256, "
-                 "full rank <= 0.04")
+    record_claim(
+        measured=text, reference="paper (d=64, L=2, c=64): r=1 0.02 / 0.63 / 0.81 / 1.16 at N=4..256, full rank <= 0.04"
+    )
     assert holds is True, text
 
 

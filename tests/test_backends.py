@@ -74,7 +74,9 @@ def test_random_features_task(tmp_path: Path) -> None:
     [outcome] = list(run_local([RunTask(small.config_hash(), "random-features", small.to_dict(), str(tmp_path))], 1))
     errors = outcome.metrics["errors"]
     assert outcome.ok and len(errors) == 4
-    assert all(b <= a + 1e-12 for a, b in zip(errors, errors[1:]))  # optimal error over nested prefixes: monotone
+    assert all(
+        b <= a + 1e-12 for a, b in zip(errors, errors[1:], strict=False)
+    )  # optimal error over nested prefixes: monotone
     assert 0.0 < errors[-1] < 1.0  # 1 = zero map; > 0 since finitely many rank-1 heads cannot be exact
 
 

@@ -20,8 +20,18 @@ RTOL = 1e-5
 
 
 def _configs(**fields: object) -> list[TrainConfig]:
-    base = {"d": 8, "N": 4, "rank": 2, "ffn_dim": 16, "steps": 20, "batch_size": 32, "log_every": 5,
-            "checkpoint_every": 1000, "device": "cpu", **fields}
+    base = {
+        "d": 8,
+        "N": 4,
+        "rank": 2,
+        "ffn_dim": 16,
+        "steps": 20,
+        "batch_size": 32,
+        "log_every": 5,
+        "checkpoint_every": 1000,
+        "device": "cpu",
+        **fields,
+    }
     return [TrainConfig(**base, seed=s) for s in (0, 1, 2)]  # type: ignore[arg-type]
 
 
@@ -31,7 +41,7 @@ def test_batched_matches_separate_runs(tmp_path: Path, fields: dict) -> None:
     configs = _configs(**fields)
     batched = train_batched(configs)
     separate = [train(c, tmp_path / str(c.seed), progress=False) for c in configs]
-    for b, s in zip(batched, separate):
+    for b, s in zip(batched, separate, strict=False):
         assert not b.diverged and b.steps == s.steps
         assert b.best_loss == pytest.approx(s.best_loss, rel=RTOL)
         assert b.final_loss == pytest.approx(s.final_loss, rel=RTOL)

@@ -32,7 +32,17 @@ def test_fig1_paper_grid_is_the_papers() -> None:
     assert {c.rank for c in configs} == {64, 32, 16, 8, 4, 2, 1} and {c.seed for c in configs} == set(range(5))
     c = configs[0]
     assert (c.d, c.N, c.task, c.steps, c.batch_size, c.ffn_dim, c.lr, c.betas, c.weight_decay, c.warmup_fraction) == (
-        64, 16, "farthest", 100_000, 256, 2048, 0.01, (0.9, 0.95), 0.0, 0.05)
+        64,
+        16,
+        "farthest",
+        100_000,
+        256,
+        2048,
+        0.01,
+        (0.9, 0.95),
+        0.0,
+        0.05,
+    )
 
 
 def test_posn_and_figN_paper_settings() -> None:

@@ -47,8 +47,12 @@ def test_first_result_is_kept_and_survives_reopening(tmp_path: Path) -> None:
         store.record_failure("a", "late error")  # nor marked failed
     with _store(tmp_path) as store:  # a new connection sees the committed row
         [row] = store.rows()
-        assert (row.status, row.metrics, row.attempts, row.error) == ("finished", {"best_loss": 0.5, "seconds": 1.0},
-                                                                      1, None)
+        assert (row.status, row.metrics, row.attempts, row.error) == (
+            "finished",
+            {"best_loss": 0.5, "seconds": 1.0},
+            1,
+            None,
+        )
         assert row.git_revision == "abc" and row.versions == {"torch": "x"}
         assert store.done_keys() == {"a"}
 

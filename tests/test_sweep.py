@@ -72,14 +72,25 @@ def test_kill_and_resume(tmp_path: Path, reference: dict) -> None:
     """SIGKILL `attnrank sweep smoke` (its whole process group) at random moments 3 times, then let it finish."""
     out = tmp_path / "killed"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "experiments.cli", "sweep", "smoke", "--out", str(out), "--workers", "1",
-               "--no-progress"]
+    command = [
+        sys.executable,
+        "-m",
+        "experiments.cli",
+        "sweep",
+        "smoke",
+        "--out",
+        str(out),
+        "--workers",
+        "1",
+        "--no-progress",
+    ]
     rng = random.Random(20240716)
     kills = 0
     for _ in range(3):
         launched = time.time()
-        process = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         # Wait until this process has handed out runs (a row marked running after the launch), then kill at a
         # random moment within the next ~1.5 s (checkpoints every 5 steps, runs of ~0.5-1 s: kills land mid-run,
         # mid-checkpoint or between runs).
@@ -160,8 +171,9 @@ def test_batched_sweep_matches_separate_runs(tmp_path: Path) -> None:
     rounding (relative 1e-5, ~100 epsilons; see tests/test_batched_training.py)."""
     torch.set_num_threads(1)
     separate = run_sweep("smoke", "quick", tmp_path / "a", workers=1, progress=False, overrides={"steps": 10})
-    batched = run_sweep("smoke", "quick", tmp_path / "b", workers=1, progress=False, overrides={"steps": 10},
-                        batch_seeds=True)
+    batched = run_sweep(
+        "smoke", "quick", tmp_path / "b", workers=1, progress=False, overrides={"steps": 10}, batch_seeds=True
+    )
     assert separate["finished"] == batched["finished"] == 6
     with ResultsStore(store_path(tmp_path / "a")) as a, ResultsStore(store_path(tmp_path / "b")) as b:
         ra = {r.hash: r.metrics for r in a.rows()}
