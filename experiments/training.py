@@ -14,8 +14,9 @@ A run directory holds:
 - ``result.json``: the :class:`TrainResult`, written when the run ends.
 
 Re-running the same config on the same directory resumes from ``checkpoint.pt``; on the CPU the resumed run is
-bitwise identical to an uninterrupted one (every source of randomness is restored). A non-finite epoch loss stops
-the run (checked at each epoch boundary) and marks it diverged; the last finite checkpoint is kept.
+bitwise identical to an uninterrupted one (every source of randomness is restored). A non-finite loss stops the run
+(checked after every step on the CPU, at each epoch end and before each checkpoint on a GPU, where a per-step check
+would synchronise) and marks it diverged; the last finite checkpoint is kept.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ class TrainConfig:
         check_int("N", self.N, minimum=1)
         check_choice("keys", self.keys, KEY_KINDS)
         positional_dim = check_int("positional_dim", self.positional_dim, minimum=0)
-        width_name = "d" if positional_dim == 0 else "d + positional_dim"
+        width_name = "d" if positional_dim == 0 else "(d + positional_dim)"
         D = d + positional_dim  # width of the attention layers
         rank = check_int("rank", self.rank, minimum=1, maximum=D)
         width = check_int("width", self.width, minimum=1)
@@ -131,7 +132,7 @@ class TrainConfig:
             raise ValueError(f"positional_dim must be 0 unless positional is 'concat', got {positional_dim}")
         if self.value == "standard" and D % rank != 0:
             raise ValueError(
-                f"rank must divide {width_name} = {D} for standard heads (each block has ({width_name}) / rank "
+                f"rank must divide {width_name} = {D} for standard heads (each block has {width_name} / rank "
                 f"heads of size rank), got {rank}"
             )
         if (width * D) % rank != 0:
@@ -483,6 +484,7 @@ def train(config: TrainConfig, out_dir: Path, *, progress: bool = True) -> Train
     autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.bf16)
     started = time.perf_counter()
     diverged = False
+    check_every_step = device.type == "cpu"  # free on the CPU; on a GPU the check waits for the epoch end (no sync)
     running = torch.full((), epoch_sum, dtype=torch.float64, device=device)  # open epoch's loss sum, synced per epoch
     bar = tqdm(
         total=config.steps,
@@ -508,6 +510,9 @@ def train(config: TrainConfig, out_dir: Path, *, progress: bool = True) -> Train
             step += 1
             running += loss.detach().double()
             epoch_count += 1
+            if check_every_step and not math.isfinite(float(loss.item())):
+                diverged = True
+                break
             bar.update(1)
             if epoch_count == config.log_every or step == config.steps:
                 mean = float(running.item()) / epoch_count

@@ -155,7 +155,7 @@ def test_absurd_learning_rate_diverges_cleanly(tmp_path: Path) -> None:
     config = dataclasses.replace(TINY, lr=1e30, steps=20, warmup_fraction=0.0, checkpoint_every=100)
     result = train(config, tmp_path, progress=False)
     assert result.diverged and math.isnan(result.final_loss)
-    assert result.steps <= 20
+    assert result.steps < 20  # stopped at the first non-finite loss (checked every step on the CPU)
     saved = json.loads((tmp_path / "result.json").read_text())
     assert saved["diverged"] is True and saved["final_loss"] == "nan"
     if (tmp_path / "checkpoint.pt").exists():  # only finite models are ever checkpointed
