@@ -20,7 +20,17 @@ class UsageError(ValueError):
     """Bad input detected by a command itself (as opposed to by a library function)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_modules() -> list[str]:
+    """Names of the subcommand modules (``min_heads`` implements ``attnrank min-heads``)."""
+    return sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full parser, or (``only`` = a command name) a parser holding just that command.
+
+    Importing a command module pulls in its libraries (torch, sympy, cvxpy, ...), so `main` loads only the module of
+    the command being run; the top-level ``--help`` loads them all to list them.
+    """
     parser = argparse.ArgumentParser(
         prog="attnrank",
         description="Check the claims of 'On the Benefits of Rank in Attention Layers' numerically, compute its "
@@ -28,17 +38,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    for module_info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if module_info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{commands.__name__}.{module_info.name}")
-        module.add_parser(subparsers)
+    names = _command_modules()
+    if only is not None and only.replace("-", "_") in names:
+        names = [only.replace("-", "_")]
+    for name in names:
+        importlib.import_module(f"{commands.__name__}.{name}").add_parser(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    first = next((a for a in arguments if not a.startswith("-")), None)
+    parser = build_parser(only=first)
+    args = parser.parse_args(arguments)
     try:
         status = args.handler(args)
     except (ValueError, OSError) as exc:
