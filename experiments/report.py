@@ -111,22 +111,25 @@ def full_rank_beats_lower(records: Sequence[Record], layers: int = 1) -> tuple[b
 
 
 def error_grows_with_n(records: Sequence[Record]) -> tuple[bool | None, str]:
-    """Low rank (r = 1): error at the largest N above the smallest N's, and above full rank's at the largest N."""
+    """Low rank (r = 1) error grows with N, stays above full rank's at the largest N, and (when full rank was run at
+    the smallest N too) the gap low - full widens from the smallest to the largest N."""
     best = best_over_seeds(records, ("d", "rank", "N"))
     if not best:
         return None, "no finished runs"
     d = max(k[0] for k in best)
     low = sorted((k[2], v) for k, v in best.items() if k[0] == d and k[1] == 1)
-    full = sorted((k[2], v) for k, v in best.items() if k[0] == d and k[1] == d)
-    if len(low) < 2 or not full:
-        return None, "needs r = 1 at two N and full rank"
-    grows = low[-1][1] > low[0][1]
-    separated = full[-1][1] < low[-1][1]
+    full = dict(sorted((k[2], v) for k, v in best.items() if k[0] == d and k[1] == d))
+    if len(low) < 2 or low[-1][0] not in full:
+        return None, "needs r = 1 at two N and full rank at the largest"
+    (n0, low0), (n1, low1) = low[0], low[-1]
+    holds = low1 > low0 and full[n1] < low1
+    if n0 in full:
+        holds = holds and (low1 - full[n1]) > (low0 - full[n0])
     text = (
         f"r=1: {', '.join(f'N={n}: {v:.3g}' for n, v in low)}; full rank: "
-        f"{', '.join(f'N={n}: {v:.3g}' for n, v in full)}"
+        f"{', '.join(f'N={n}: {v:.3g}' for n, v in full.items())}"
     )
-    return grows and separated, text
+    return holds, text
 
 
 def concat_helps_deep_low_rank(records: Sequence[Record]) -> tuple[bool | None, str]:

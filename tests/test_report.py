@@ -60,6 +60,9 @@ def test_claim_functions_on_hand_made_records() -> None:
     assert error_grows_with_n(grows)[0] is True
     flat = [rec(rank=1, N=2, best_loss=0.7), rec(rank=1, N=16, best_loss=0.6), rec(rank=16, N=16, best_loss=0.2)]
     assert error_grows_with_n(flat)[0] is False
+    # both grow but the gap shrinks: full rank does not "stay low"
+    parallel = [*grows[:2], rec(rank=16, N=2, best_loss=0.01), rec(rank=16, N=16, best_loss=0.65)]
+    assert error_grows_with_n(parallel)[0] is False
 
 
 def test_report_without_store_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
