@@ -113,7 +113,8 @@ class _ChunkedSelfAttention(torch.autograd.Function):
         out = qkv.new_empty(B, N, H, r)  # (B, N, H, r)
         for h0 in range(0, H, chunk):
             h1 = min(H, h0 + chunk)
-            q, k, v = (qkv[:, :, i, h0:h1].transpose(1, 2) for i in range(3))  # 3 x (B, h, N, r) views
+            # One contiguous copy of each operand per chunk (every batched matmul below would otherwise copy again).
+            q, k, v = (qkv[:, :, i, h0:h1].transpose(1, 2).contiguous() for i in range(3))  # 3 x (B, h, N, r)
             p = _chunk_scores(q, k, scale, causal)  # (B, h, N, N)
             out[:, :, h0:h1] = _weighted_sum(p, v).transpose(1, 2)  # (B, N, h, r)
         ctx.save_for_backward(qkv)
@@ -128,8 +129,8 @@ class _ChunkedSelfAttention(torch.autograd.Function):
         grad = qkv.new_empty(qkv.shape)  # (B, N, 3, H, r), every entry written below
         for h0 in range(0, H, chunk):
             h1 = min(H, h0 + chunk)
-            q, k, v = (qkv[:, :, i, h0:h1].transpose(1, 2) for i in range(3))  # 3 x (B, h, N, r)
-            g = grad_out[:, :, h0:h1].transpose(1, 2)  # (B, h, N, r)
+            q, k, v = (qkv[:, :, i, h0:h1].transpose(1, 2).contiguous() for i in range(3))  # 3 x (B, h, N, r)
+            g = grad_out[:, :, h0:h1].transpose(1, 2).contiguous()  # (B, h, N, r)
             p = _chunk_scores(q, k, scale, causal)  # (B, h, N, N), recomputed
             if r == 1:
                 grad_p = g * v.transpose(-1, -2)  # (B, h, N, N): outer product
@@ -226,6 +227,7 @@ class RankedMultiheadAttention(nn.Module):
         self.causal = bool(causal)
         self.has_bias = bool(bias)
         self.chunk_elements = CHUNK_ELEMENTS  # score entries per chunk of the training path (a cache-size knob)
+        self.chunked = False  # True: standard softmax self-attention through _ChunkedSelfAttention (see docs)
         n_proj = 3 if self.value == "standard" else 2
         # Rows [q of head 0..H-1 | k of head 0..H-1 | (v of head 0..H-1)], each head r consecutive rows; head
         # h = b (d / r) + j is head j of block b, so block b's rows are exactly nn.MultiheadAttention's in_proj rows.
@@ -361,7 +363,13 @@ class RankedMultiheadAttention(nn.Module):
             (B, N_q, d) outputs.
         """
         B, Nq, N = self._check_inputs(x_query, x_context, score_bias)
-        if self.value == "standard" and self.attention == "softmax" and x_context is None and score_bias is None:
+        if (
+            self.chunked
+            and self.value == "standard"
+            and self.attention == "softmax"
+            and x_context is None
+            and score_bias is None
+        ):
             return self._chunked_self_attention(x_query)
         projected = self._project(x_query, x_context)
         q, k = projected[0], projected[1]  # (B, H, Nq, r), (B, H, N, r)

@@ -290,6 +290,7 @@ def test_chunked_training_path(r: int, causal: bool) -> None:
     with torch.no_grad():
         assert module.in_proj_bias is not None
         module.in_proj_bias.normal_(generator=torch.Generator().manual_seed(1))
+    module.chunked = True
     module.chunk_elements = 5 * B * N * N  # 5 heads per chunk; H = c d / r is not a multiple of 5
     x = torch.randn(B, N, d, dtype=f64, generator=torch.Generator().manual_seed(2), requires_grad=True)
     chunked = module(x)

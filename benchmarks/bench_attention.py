@@ -1,0 +1,264 @@
+"""Training-step throughput of RankedMultiheadAttention / the paper's encoder against stock PyTorch (run by hand).
+
+The baseline is the paper's layer built the standard way: c separate torch.nn.MultiheadAttention blocks with d / r heads
+each, averaged (and, without --attention-only, wrapped in the same post-norm L2-normalised encoder layer with a ReLU
+FFN of width 2048). Ours is experiments.attention_layer.RankedMultiheadAttention (one module, H = c d / r heads) /
+experiments.encoder.PaperEncoder, loaded with the SAME weights. A step is forward + backward + AdamW step on a fresh
+batch (B, N, d) with a mean-squared-error loss against a fixed random target.
+
+Both run in this process, interleaved (baseline, ours, baseline, ours, ...), and the reported time is the median per
+step over the repeats, so load from other processes hits both alike; the ratio baseline / ours (> 1: ours is faster) is
+the number to read. Peak memory: CPU, the peak resident-set growth over two steps, each measured in a fresh
+subprocess (ru_maxrss); GPU, torch.cuda.max_memory_allocated. The FLOP fraction divides the step's matmul FLOPs
+(counted analytically: backward = 2 x forward) by the step time and by the machine's peak, measured in this process as
+the best rate of a large float32 matmul.
+
+Example: ``python benchmarks/bench_attention.py --ranks 1,8,64 --widths 1,8,64 --attention-only``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from experiments.attention_layer import RankedMultiheadAttention  # noqa: E402
+from experiments.encoder import L2Norm, PaperEncoderLayer  # noqa: E402
+
+
+class StockAveragedAttention(nn.Module):
+    """The baseline: (1/c) sum of c torch.nn.MultiheadAttention blocks (d / r heads each), self-attention."""
+
+    def __init__(self, d: int, r: int, c: int) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.MultiheadAttention(d, d // r, batch_first=True) for _ in range(c))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.blocks[0](x, x, x, need_weights=False)[0]
+        for block in self.blocks[1:]:
+            out = out + block(x, x, x, need_weights=False)[0]
+        return out / len(self.blocks)
+
+
+class StockEncoderLayer(nn.Module):
+    """The baseline encoder layer: post-norm, L2Norm, FFN with ReLU, around `StockAveragedAttention`."""
+
+    def __init__(self, d: int, r: int, c: int, ffn_dim: int) -> None:
+        super().__init__()
+        self.attention = StockAveragedAttention(d, r, c)
+        self.linear1, self.linear2 = nn.Linear(d, ffn_dim), nn.Linear(ffn_dim, d)
+        self.norm1, self.norm2 = L2Norm(), L2Norm()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.norm1(x + self.attention(x))
+        return self.norm2(h + self.linear2(F.relu(self.linear1(h))))
+
+
+def build_pair(d: int, r: int, c: int, ffn_dim: int, attention_only: bool, device: str) -> tuple[nn.Module, nn.Module]:
+    """(baseline, ours) holding the same weights."""
+    if attention_only:
+        baseline: nn.Module = StockAveragedAttention(d, r, c)
+        ours: nn.Module = RankedMultiheadAttention(d, r, width=c)
+        ours.load_torch_blocks(list(baseline.blocks))  # type: ignore[operator, arg-type]
+    else:
+        baseline = StockEncoderLayer(d, r, c, ffn_dim)
+        layer = PaperEncoderLayer(d, r, width=c, ffn_dim=ffn_dim)
+        layer.self_attn.load_torch_blocks(list(baseline.attention.blocks))  # type: ignore[union-attr, arg-type]
+        with torch.no_grad():
+            for name in ("linear1", "linear2"):
+                getattr(layer, name).load_state_dict(getattr(baseline, name).state_dict())
+        ours = layer
+    return baseline.to(device), ours.to(device)
+
+
+def step_flops(B: int, N: int, d: int, r: int, c: int, ffn_dim: int, attention_only: bool) -> float:
+    """Matmul FLOPs of one training step (forward x 3): projections 2 B N d (3 c d) + 2 B N (c d) d, scores and
+    weighted sums 2 x 2 B H N^2 r with H r = c d, FFN 2 x 2 B N d ffn_dim."""
+    forward = 2 * B * N * d * 3 * c * d + 2 * B * N * c * d * d + 4 * B * N * N * c * d
+    if not attention_only:
+        forward += 4 * B * N * d * ffn_dim
+    return 3.0 * forward
+
+
+def measure_peak_flops(device: str) -> float:
+    """Best float32 matmul rate (FLOP/s) over a few large products in this process."""
+    n = 2048 if device == "cpu" else 8192
+    a = torch.randn(n, n, device=device)
+    b = torch.randn(n, n, device=device)
+    best = math.inf
+    for _ in range(4):
+        sync(device)
+        start = time.perf_counter()
+        a @ b
+        sync(device)
+        best = min(best, time.perf_counter() - start)
+    return 2.0 * n**3 / best
+
+
+def sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def make_step(model: nn.Module, batches: torch.Tensor, target: torch.Tensor) -> Callable[[int], None]:
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.0)
+
+    def step(i: int) -> None:
+        out = model(batches[i % len(batches)])
+        loss = F.mse_loss(out, target)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+def time_steps(step: Callable[[int], None], steps: int, device: str) -> float:
+    """Seconds per step, averaged over ``steps`` consecutive steps."""
+    sync(device)
+    start = time.perf_counter()
+    for i in range(steps):
+        step(i)
+    sync(device)
+    return (time.perf_counter() - start) / steps
+
+
+def cpu_memory_probe(args: argparse.Namespace, r: int, c: int, which: str) -> float:
+    """Peak RSS growth (MB) over two training steps of one model, in a fresh subprocess."""
+    command = [sys.executable, __file__, "--memory-probe", which, "--ranks", str(r), "--widths", str(c)]
+    command += ["--d", str(args.d), "--N", str(args.N), "--batch", str(args.batch), "--ffn-dim", str(args.ffn_dim)]
+    command += ["--threads", str(args.threads)]
+    if args.attention_only:
+        command.append("--attention-only")
+    result = subprocess.run(command, capture_output=True, text=True, check=True)
+    return float(result.stdout.strip().splitlines()[-1])
+
+
+def memory_probe(args: argparse.Namespace) -> None:
+    """(Subprocess) print the peak RSS growth in MB over two steps of the baseline or ours."""
+    r, c = int(args.ranks), int(args.widths)
+    baseline, ours = build_pair(args.d, r, c, args.ffn_dim, args.attention_only, "cpu")
+    model = baseline if args.memory_probe == "baseline" else ours
+    del baseline, ours
+    batches = torch.randn(2, args.batch, args.N, args.d)
+    step = make_step(model, batches, torch.randn(args.batch, args.N, args.d))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KB on Linux
+    for i in range(2):
+        step(i)
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print((after - before) / 1024.0)
+
+
+def run_config(args: argparse.Namespace, r: int, c: int, device: str, peak: float) -> dict[str, float | int | str]:
+    d, N, B = args.d, args.N, args.batch
+    torch.manual_seed(0)
+    baseline, ours = build_pair(d, r, c, args.ffn_dim, args.attention_only, device)
+    batches = torch.randn(4, B, N, d, device=device)
+    target = torch.randn(B, N, d, device=device)
+    steps = {"baseline": make_step(baseline, batches, target), "ours": make_step(ours, batches, target)}
+    for step in steps.values():  # warm-up: allocator, thread pools, AdamW state
+        step(0)
+    times: dict[str, list[float]] = {"baseline": [], "ours": []}
+    for _ in range(args.repeats):
+        for name, step in steps.items():
+            times[name].append(time_steps(step, args.steps, device))
+    base_t, ours_t = statistics.median(times["baseline"]), statistics.median(times["ours"])
+    flops = step_flops(B, N, d, r, c, args.ffn_dim, args.attention_only)
+    if device == "cpu":
+        mem_base = cpu_memory_probe(args, r, c, "baseline") if args.memory else math.nan
+        mem_ours = cpu_memory_probe(args, r, c, "ours") if args.memory else math.nan
+    else:
+        mem = {}
+        for name, step in steps.items():
+            torch.cuda.reset_peak_memory_stats()
+            step(1)
+            mem[name] = torch.cuda.max_memory_allocated() / 2**20
+        mem_base, mem_ours = mem["baseline"], mem["ours"]
+    return {
+        "device": device,
+        "r": r,
+        "c": c,
+        "H": c * d // r,
+        "baseline_ms": 1e3 * base_t,
+        "ours_ms": 1e3 * ours_t,
+        "speedup": base_t / ours_t,
+        "baseline_peak_MB": mem_base,
+        "ours_peak_MB": mem_ours,
+        "GFLOP_per_step": flops / 1e9,
+        "baseline_flop_fraction": flops / base_t / peak,
+        "ours_flop_fraction": flops / ours_t / peak,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="auto", help="cpu, cuda or auto (both when CUDA is available)")
+    parser.add_argument("--ranks", default="1,8,64", help="comma-separated ranks r (each must divide d)")
+    parser.add_argument("--widths", default="1,8,64", help="comma-separated widths c (H = c d / r)")
+    parser.add_argument("--steps", type=int, default=2, help="consecutive steps per timed repeat")
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats (median reported)")
+    parser.add_argument("--attention-only", action="store_true", help="time the attention alone (no norms, no FFN)")
+    parser.add_argument("--d", type=int, default=64)
+    parser.add_argument("--N", type=int, default=16)
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--ffn-dim", type=int, default=2048)
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    parser.add_argument("--no-memory", dest="memory", action="store_false", help="skip the CPU memory subprocesses")
+    parser.add_argument("--json", action="store_true", help="print one JSON object per configuration")
+    parser.add_argument("--memory-probe", choices=["baseline", "ours"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    if args.memory_probe:
+        memory_probe(args)
+        return
+    ranks = [int(v) for v in args.ranks.split(",")]
+    widths = [int(v) for v in args.widths.split(",")]
+    if any(args.d % r for r in ranks):
+        raise SystemExit(f"every rank must divide d = {args.d}, got {ranks}")
+    devices = ["cpu", "cuda"] if args.device == "auto" and torch.cuda.is_available() else [args.device]
+    if devices == ["auto"]:
+        devices = ["cpu"]
+    header = (
+        f"{'dev':4} {'r':>3} {'c':>3} {'H':>5} {'stock ms':>10} {'ours ms':>10} {'speedup':>8} "
+        f"{'stock MB':>9} {'ours MB':>9} {'GFLOP':>7} {'stock %pk':>9} {'ours %pk':>9}"
+    )
+    for device in devices:
+        peak = measure_peak_flops(device)
+        print(
+            f"# {device}: peak float32 matmul {peak / 1e9:.1f} GFLOP/s, threads {torch.get_num_threads()}, "
+            f"d={args.d} N={args.N} B={args.batch} attention_only={args.attention_only}",
+            flush=True,
+        )
+        if not args.json:
+            print(header, flush=True)
+        for r in ranks:
+            for c in widths:
+                row = run_config(args, r, c, device, peak)
+                if args.json:
+                    print(json.dumps(row), flush=True)
+                else:
+                    print(
+                        f"{device:4} {r:>3} {c:>3} {row['H']:>5} {row['baseline_ms']:>10.1f} {row['ours_ms']:>10.1f} "
+                        f"{row['speedup']:>8.2f} {row['baseline_peak_MB']:>9.0f} {row['ours_peak_MB']:>9.0f} "
+                        f"{row['GFLOP_per_step']:>7.2f} {100 * row['baseline_flop_fraction']:>8.1f}% "
+                        f"{100 * row['ours_flop_fraction']:>8.1f}%",
+                        flush=True,
+                    )
+
+
+if __name__ == "__main__":
+    main()
