@@ -143,22 +143,27 @@ def cpu_memory_probe(args: argparse.Namespace, r: int, c: int, which: str) -> fl
     command += ["--threads", str(args.threads)]
     if args.attention_only:
         command.append("--attention-only")
-    result = subprocess.run(command, capture_output=True, text=True, check=True)
+    result = subprocess.run(command, capture_output=True, text=True, check=True)  # noqa: S603
     return float(result.stdout.strip().splitlines()[-1])
 
 
 def memory_probe(args: argparse.Namespace) -> None:
     """(Subprocess) print the peak RSS growth in MB over two steps of the baseline or ours."""
-    r, c = int(args.ranks), int(args.widths)
-    baseline, ours = build_pair(args.d, r, c, args.ffn_dim, args.attention_only, "cpu")
-    model = baseline if args.memory_probe == "baseline" else ours
-    del baseline, ours
-    batches = torch.randn(2, args.batch, args.N, args.d)
-    step = make_step(model, batches, torch.randn(args.batch, args.N, args.d))
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KB on Linux
+    r, c, d = int(args.ranks), int(args.widths), args.d
+    if args.memory_probe == "baseline":
+        model: nn.Module = (
+            StockAveragedAttention(d, r, c) if args.attention_only else StockEncoderLayer(d, r, c, args.ffn_dim)
+        )
+    else:
+        model = RankedMultiheadAttention(d, r, width=c) if args.attention_only else PaperEncoderLayer(d, r, width=c)
+    batches = torch.randn(2, args.batch, args.N, d)
+    step = make_step(model, batches, torch.randn(args.batch, args.N, d))
+    page_kb = resource.getpagesize() / 1024.0
+    with open("/proc/self/statm") as handle:
+        before = int(handle.read().split()[1]) * page_kb  # current resident set (KB) after building the model
     for i in range(2):
         step(i)
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # peak resident set (KB on Linux)
     print((after - before) / 1024.0)
 
 

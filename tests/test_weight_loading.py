@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 import torch
 
-from constructions.biased import build_biased_construction, predicted_error
+from constructions.biased import build_biased_construction, save_biased_construction
 from constructions.full_rank import save_full_rank
 from constructions.majority_vote import build_majority_vote
+from constructions.random_features import attention_weights_of, construct_random_features, random_features_metadata
 from constructions.tournament import build_tournament
 from constructions.weights_io import load_weights, save_weights
 from experiments.attention_layer import RankedMultiheadAttention
@@ -193,11 +194,7 @@ def test_biased_construction_file(tmp_path: Path, temperature: float) -> None:
     theory.biased_target (n = 4000 Gaussian-query samples) matches the predicted error within 4 standard errors."""
     d, n = 6, 4000
     construction = build_biased_construction(d, temperature)
-    c = construction
-    metadata = {"construction": "biased", "layout": "single-layer", "d": d, "r": d, "H": c.heads, "N": 2}
-    metadata.update(temperature=temperature, predicted_error=predicted_error(d, temperature, c.grid, "orthonormal"))
-    tensors = {"Q": c.Q, "K": c.K, "V": c.V, "score_bias": c.score_bias}
-    path = save_weights(tmp_path / "b.safetensors", tensors, metadata)
+    path = save_biased_construction(tmp_path / "b.safetensors", construction)
     wf = load_weights(path)
     model = theory_model_from_file(path)
     X, y = sample_biased_context(n, d, np.random.default_rng(6))
@@ -238,3 +235,24 @@ def test_tournament_construction_file(tmp_path: Path) -> None:
     np.testing.assert_allclose(run(model, X, y), reference, rtol=0, atol=TOL * 100)
     ours, theirs = nearest_errors(model, X, y, reference)
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=TOL * 100)
+
+
+def test_random_features_construction_file(tmp_path: Path) -> None:
+    """constructions.random_features (H rank-1 hardmax heads, V_h = a_h I): outputs equal the evaluator's, and the
+    Monte Carlo error (n = 10000, D_2) matches the exact predicted error 1 - b^T C^{-1} b within 4 standard errors;
+    it also loads into rank-1 standard heads (each V_h = a_h I has rank d > 1, so that must be refused)."""
+    d, H, n = 8, 64, 10000
+    construction = construct_random_features(d, H, np.random.default_rng(11))
+    tensors = attention_weights_of(construction.q, construction.k, construction.weights.a)
+    path = save_weights(tmp_path / "rf.safetensors", tensors, random_features_metadata(construction, seed=11))
+    wf = load_weights(path)
+    model = theory_model_from_file(path)
+    X, y = sample_context(n, 2, d, np.random.default_rng(12), keys="orthonormal")
+    reference = multihead_attention(tensors["Q"], tensors["K"], tensors["V"], X, y, temperature=math.inf)
+    np.testing.assert_allclose(run(model, X, y), reference, rtol=0, atol=TOL * 10)
+    ours, theirs = nearest_errors(model, X, y, reference)
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=TOL * 10)
+    stderr = ours.std(ddof=1) / math.sqrt(n)
+    assert abs(ours.mean() - wf.predicted_error) <= 4 * stderr, (ours.mean(), wf.predicted_error, stderr)
+    with pytest.raises(ValueError, match="rank"):
+        theory_model_from_file(path, value="standard")
