@@ -227,6 +227,7 @@ class RankedMultiheadAttention(nn.Module):
         self.causal = bool(causal)
         self.has_bias = bool(bias)
         self.chunk_elements = CHUNK_ELEMENTS  # score entries per chunk of the training path (a cache-size knob)
+        self.block_chunk = 4  # > 0: standard softmax self-attention this many blocks at a time (0: all at once)
         self.chunked = False  # True: standard softmax self-attention through _ChunkedSelfAttention (see docs)
         n_proj = 3 if self.value == "standard" else 2
         # Rows [q of head 0..H-1 | k of head 0..H-1 | (v of head 0..H-1)], each head r consecutive rows; head
@@ -371,6 +372,9 @@ class RankedMultiheadAttention(nn.Module):
             and score_bias is None
         ):
             return self._chunked_self_attention(x_query)
+        if self.block_chunk and self.value == "standard" and x_context is None and score_bias is None:
+            if self.attention == "softmax":
+                return self._blockwise_self_attention(x_query)
         projected = self._project(x_query, x_context)
         q, k = projected[0], projected[1]  # (B, H, Nq, r), (B, H, N, r)
         context = x_query if x_context is None else x_context
@@ -391,6 +395,41 @@ class RankedMultiheadAttention(nn.Module):
             out = F.linear(mixed, stacked)  # (B, Nq, d): sum_h V_h mixed_h
         if self.out_proj_bias is not None:
             out = out + self.out_proj_bias.mean(dim=0)  # (B, Nq, d): average of the blocks' output biases
+        return out
+
+    def _blockwise_self_attention(self, x: torch.Tensor) -> torch.Tensor:
+        """Standard softmax self-attention, a group of ``block_chunk`` whole blocks at a time: (B, N, d).
+
+        Each group does one in-projection product, one scaled_dot_product_attention call over all its heads and one
+        output product, accumulated into the (B, N, d) output. The loop runs over a few large groups of blocks (never
+        over heads) so that a group's projections, (B, N, 3 x group heads x r) floats, stay in cache between the
+        product that writes them and the attention that reads them, instead of one (B, N, 3 H r) tensor of hundreds of
+        MB making a round trip through memory.
+        """
+        B, N, d = x.shape
+        H, r = self.heads, self.rank
+        per_block = d // r
+        group = per_block * self.block_chunk  # heads per group
+        w3 = self.in_proj_weight.view(3, H * r, d)  # (3, H r, d): q, k, v rows
+        b3 = None if self.in_proj_bias is None else self.in_proj_bias.view(3, H * r)
+        assert self.out_proj_weight is not None
+        scale = self.temperature * self.score_scale
+        out: torch.Tensor | None = None
+        for h0 in range(0, H, group):
+            h1 = min(H, h0 + group)
+            rows = slice(h0 * r, h1 * r)
+            w = w3[:, rows].reshape(3 * (h1 - h0) * r, d)  # (3 h r, d)
+            b = None if b3 is None else b3[:, rows].reshape(-1)  # (3 h r,)
+            qkv = F.linear(x, w, b).view(B, N, 3, h1 - h0, r)  # (B, N, 3, h, r)
+            q, k, v = (t.transpose(1, 2) for t in qkv.unbind(2))  # 3 x (B, h, N, r)
+            mixed = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, scale=scale)  # (B, h, N, r)
+            mixed = mixed.transpose(1, 2).reshape(B, N, (h1 - h0) * r)  # (B, N, h r)
+            part = F.linear(mixed, self.out_proj_weight[:, rows])  # (B, N, d)
+            out = part if out is None else out + part
+        assert out is not None
+        out = out * (1.0 / self.width)
+        if self.out_proj_bias is not None:
+            out = out + self.out_proj_bias.mean(dim=0)  # (B, N, d)
         return out
 
     def _chunked_self_attention(self, x: torch.Tensor) -> torch.Tensor:

@@ -281,25 +281,29 @@ def test_invalid_inputs() -> None:
 @pytest.mark.parametrize("r", [1, 2, 8])
 @pytest.mark.parametrize("causal", [False, True])
 def test_chunked_training_path(r: int, causal: bool) -> None:
-    """The chunked self-attention path (several chunks, an uneven last one) equals the unchunked evaluation through
-    scaled_dot_product_attention (cross-attention of x over itself) in outputs and in parameter gradients, and passes
-    torch.autograd.gradcheck (its backward recomputes the softmax)."""
+    """The training paths for self-attention (the recomputing chunked function with uneven chunks, groups of whole
+    blocks with an uneven last group, all heads at once) equal the evaluation through scaled_dot_product_attention
+    (cross-attention of x over itself) in outputs and in input and parameter gradients; the recomputing function
+    passes torch.autograd.gradcheck (its backward is hand-written)."""
     d, c, B, N = 8, 3, 2, 5
     module = RankedMultiheadAttention(d, r, width=c, causal=causal, temperature=1.3, dtype=f64)
     module.reset_parameters(generator=torch.Generator().manual_seed(r))
     with torch.no_grad():
         assert module.in_proj_bias is not None
         module.in_proj_bias.normal_(generator=torch.Generator().manual_seed(1))
-    module.chunked = True
     module.chunk_elements = 5 * B * N * N  # 5 heads per chunk; H = c d / r is not a multiple of 5
     x = torch.randn(B, N, d, dtype=f64, generator=torch.Generator().manual_seed(2), requires_grad=True)
-    chunked = module(x)
-    unchunked = module(x, x)  # cross-attention path: scaled_dot_product_attention, no chunking
-    torch.testing.assert_close(chunked, unchunked, rtol=0, atol=TOL)
-    grads = torch.autograd.grad(chunked.pow(3).sum(), [x, module.in_proj_weight, module.out_proj_weight])
-    grads_ref = torch.autograd.grad(unchunked.pow(3).sum(), [x, module.in_proj_weight, module.out_proj_weight])
-    for g, g_ref in zip(grads, grads_ref, strict=True):
-        torch.testing.assert_close(g, g_ref, rtol=0, atol=TOL * 10)
+    unchunked = module(x, x)  # cross-attention path: scaled_dot_product_attention over all heads at once
+    params = [x, module.in_proj_weight, module.out_proj_weight]
+    grads_ref = torch.autograd.grad(unchunked.pow(3).sum(), params)
+    for chunked_path, block_chunk in ((True, 0), (False, 2), (False, 0)):  # recomputing; groups of 2 + 1 blocks; none
+        module.chunked, module.block_chunk = chunked_path, block_chunk
+        out = module(x)
+        torch.testing.assert_close(out, unchunked, rtol=0, atol=TOL)
+        grads = torch.autograd.grad(out.pow(3).sum(), params)
+        for g, g_ref in zip(grads, grads_ref, strict=True):
+            torch.testing.assert_close(g, g_ref, rtol=0, atol=TOL * 10)
+    module.chunked = True
     module.chunk_elements = 2 * B * N * N
     small = torch.randn(1, 3, d, dtype=f64, generator=torch.Generator().manual_seed(3), requires_grad=True)
     assert torch.autograd.gradcheck(lambda t: module(t), (small,), eps=1e-6, atol=1e-8)
