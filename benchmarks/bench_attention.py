@@ -3,15 +3,16 @@
 The baseline is the paper's layer built the standard way: c separate torch.nn.MultiheadAttention blocks with d / r heads
 each, averaged (and, without --attention-only, wrapped in the same post-norm L2-normalised encoder layer with a ReLU
 FFN of width 2048). Ours is experiments.attention_layer.RankedMultiheadAttention (one module, H = c d / r heads) /
-experiments.encoder.PaperEncoder, loaded with the SAME weights. A step is forward + backward + AdamW step on a fresh
-batch (B, N, d) with a mean-squared-error loss against a fixed random target.
+experiments.encoder.PaperEncoderLayer, loaded with the SAME weights. A step is forward + backward + AdamW step on a
+fresh batch (B, N, d) with a mean-squared-error loss against a fixed random target.
 
 Both run in this process, interleaved (baseline, ours, baseline, ours, ...), and the reported time is the median per
-step over the repeats, so load from other processes hits both alike; the ratio baseline / ours (> 1: ours is faster) is
-the number to read. Peak memory: CPU, the peak resident-set growth over two steps, each measured in a fresh
-subprocess (ru_maxrss); GPU, torch.cuda.max_memory_allocated. The FLOP fraction divides the step's matmul FLOPs
-(counted analytically: backward = 2 x forward) by the step time and by the machine's peak, measured in this process as
-the best rate of a large float32 matmul.
+step over the repeats, so load from other processes hits both alike; the ratio baseline / ours (> 1: ours is faster)
+is the number to read. Peak memory: CPU, the growth of the peak resident set over two steady-state steps, measured in
+a fresh subprocess per model (Linux /proc/self/status VmHWM, reset through /proc/self/clear_refs); GPU,
+torch.cuda.max_memory_allocated. The FLOP fraction divides the step's matmul FLOPs (counted analytically: backward =
+2 x forward) by the step time and by the machine's peak, measured in this process as the best rate of a large float32
+matmul.
 
 Example: ``python benchmarks/bench_attention.py --ranks 1,8,64 --widths 1,8,64 --attention-only``
 """
@@ -21,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import resource
 import statistics
 import subprocess
 import sys
@@ -158,13 +158,22 @@ def memory_probe(args: argparse.Namespace) -> None:
         model = RankedMultiheadAttention(d, r, width=c) if args.attention_only else PaperEncoderLayer(d, r, width=c)
     batches = torch.randn(2, args.batch, args.N, d)
     step = make_step(model, batches, torch.randn(args.batch, args.N, d))
-    page_kb = resource.getpagesize() / 1024.0
-    with open("/proc/self/statm") as handle:
-        before = int(handle.read().split()[1]) * page_kb  # current resident set (KB) after building the model
+    step(0)  # warm-up: AdamW state, allocator and thread pools, so the probe sees steady-state steps
+    with open("/proc/self/clear_refs", "w") as handle:
+        handle.write("5")  # Linux: reset the peak resident set (VmHWM) to the current one
+    before = _status_kb("VmRSS")
     for i in range(2):
         step(i)
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # peak resident set (KB on Linux)
-    print((after - before) / 1024.0)
+    print((_status_kb("VmHWM") - before) / 1024.0)
+
+
+def _status_kb(field: str) -> float:
+    """A memory field of /proc/self/status in KB (VmRSS: current resident set, VmHWM: its peak)."""
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith(field + ":"):
+                return float(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
 
 
 def run_config(args: argparse.Namespace, r: int, c: int, device: str, peak: float) -> dict[str, float | int | str]:
