@@ -193,14 +193,18 @@ def higher_rank_better(records: Sequence[Record]) -> tuple[bool | None, str]:
     return best[(d, ranks[-1])] < best[(d, ranks[0])], text
 
 
+UNTRAINED = 0.95
+"""A farthest-point loss at or above this has not learned (the zero map scores 1): such a comparison cannot pass."""
+
+
 def full_beats_low_every_d(records: Sequence[Record]) -> tuple[bool | None, str]:
-    """At every d, full rank's loss is below the lowest rank's."""
+    """At every d, full rank's loss is below the lowest rank's and below UNTRAINED (full rank actually learned)."""
     best = best_over_seeds(records, ("d", "rank"))
     verdicts, parts = [], []
     for d in sorted({k[0] for k in best}):
         ranks = sorted(k[1] for k in best if k[0] == d)
         if len(ranks) >= 2 and ranks[-1] == d:
-            verdicts.append(best[(d, d)] < best[(d, ranks[0])])
+            verdicts.append(best[(d, d)] < min(best[(d, ranks[0])], UNTRAINED))
             parts.append(f"d={d}: full {best[(d, d)]:.3g} vs r={ranks[0]} {best[(d, ranks[0])]:.3g}")
     if not verdicts:
         return None, "needs full and low rank at some d"

@@ -8,7 +8,7 @@ import pytest
 
 from experiments.cli import main
 from experiments.presets import get_preset, spec_kind
-from experiments.report import error_grows_with_n, full_rank_beats_lower, write_report
+from experiments.report import error_grows_with_n, full_beats_low_every_d, full_rank_beats_lower, write_report
 from experiments.results_store import ResultsStore
 from experiments.sweep import store_path
 from experiments.training import TrainConfig
@@ -63,6 +63,10 @@ def test_claim_functions_on_hand_made_records() -> None:
     # both grow but the gap shrinks: full rank does not "stay low"
     parallel = [*grows[:2], rec(rank=16, N=2, best_loss=0.01), rec(rank=16, N=16, best_loss=0.65)]
     assert error_grows_with_n(parallel)[0] is False
+    learned = [rec(d=8, rank=8, best_loss=0.2), rec(d=8, rank=2, best_loss=0.6)]
+    assert full_beats_low_every_d(learned)[0] is True
+    untrained = [*learned, rec(d=32, rank=32, best_loss=0.999), rec(d=32, rank=8, best_loss=1.0)]
+    assert full_beats_low_every_d(untrained)[0] is False  # 0.999 < 1.0 is not "full rank wins": neither learned
 
 
 def test_report_without_store_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
