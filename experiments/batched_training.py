@@ -53,10 +53,11 @@ def check_batchable(configs: Sequence[TrainConfig]) -> None:
 
 
 def _unfused_self_attention(layer: RankedMultiheadAttention, x: torch.Tensor) -> torch.Tensor:
-    """Standard softmax self-attention through the layer's generic path (projections, _mix, output map): (B, N, d).
+    """Standard softmax self-attention with plain torch ops, vmap-friendly: (B, N, d).
 
-    The layer's training path uses a custom autograd.Function without vmap support; this computes the same map
-    (softmax_i(<q, k_i>) v_i per head, heads concatenated, times the averaged output blocks) with plain torch ops.
+    The layer's fused training paths (a custom autograd.Function without vmap support, grouped SDPA calls without a
+    CPU vmap batching rule) compute this same map: softmax_i(<q, k_i>) v_i per head, heads concatenated, times the
+    averaged output blocks.
     """
     B, N, _ = x.shape
     q, k, values = layer._project(x, None)[:3]  # each (B, H, N, r)
@@ -95,7 +96,11 @@ def train_batched(configs: Sequence[TrainConfig]) -> list[TrainResult]:
     base = copy.deepcopy(models[0]).to("meta")
     for layer in base.modules():
         if isinstance(layer, RankedMultiheadAttention):
-            layer._chunked_self_attention = types.MethodType(_unfused_self_attention, layer)  # type: ignore[method-assign]
+            # Every fused standard-softmax self-attention path of the layer computes the same map; route them all
+            # through plain ops that vmap can batch.
+            for name in ("_chunked_self_attention", "_blockwise_self_attention"):
+                if hasattr(layer, name):
+                    setattr(layer, name, types.MethodType(_unfused_self_attention, layer))
     generators = [sampler_generator(c.seed) for c in configs]
     optimizer = torch.optim.AdamW(
         list(params.values()), lr=first.lr, betas=first.betas, weight_decay=first.weight_decay
