@@ -8,11 +8,11 @@ fresh batch (B, N, d) with a mean-squared-error loss against a fixed random targ
 
 Both run in this process, interleaved (baseline, ours, baseline, ours, ...), and the reported time is the median per
 step over the repeats, so load from other processes hits both alike; the ratio baseline / ours (> 1: ours is faster)
-is the number to read. Peak memory: CPU, the growth of the peak resident set over two steady-state steps, measured in
-a fresh subprocess per model (Linux /proc/self/status VmHWM, reset through /proc/self/clear_refs); GPU,
-torch.cuda.max_memory_allocated. The FLOP fraction divides the step's matmul FLOPs (counted analytically: backward =
-2 x forward) by the step time and by the machine's peak, measured in this process as the best rate of a large float32
-matmul.
+is the number to read. Peak memory: CPU, the growth of the peak resident set over the first two steps (AdamW state
+included), measured in a fresh subprocess per model (Linux /proc/self/status VmHWM, reset through
+/proc/self/clear_refs); GPU, torch.cuda.max_memory_allocated. The FLOP fraction divides the step's matmul FLOPs
+(counted analytically: backward = 2 x forward) by the step time and by the machine's peak, measured in this process
+as the best rate of a large float32 matmul.
 
 Example: ``python benchmarks/bench_attention.py --ranks 1,8,64 --widths 1,8,64 --attention-only``
 """
@@ -158,7 +158,7 @@ def memory_probe(args: argparse.Namespace) -> None:
         model = RankedMultiheadAttention(d, r, width=c) if args.attention_only else PaperEncoderLayer(d, r, width=c)
     batches = torch.randn(2, args.batch, args.N, d)
     step = make_step(model, batches, torch.randn(args.batch, args.N, d))
-    step(0)  # warm-up: AdamW state, allocator and thread pools, so the probe sees steady-state steps
+    # No warm-up: memory freed by an earlier step stays in the C heap and would hide a later step's peak.
     with open("/proc/self/clear_refs", "w") as handle:
         handle.write("5")  # Linux: reset the peak resident set (VmHWM) to the current one
     before = _status_kb("VmRSS")
