@@ -15,7 +15,7 @@ Both run in this process on the same heads; the script prints wall times, the ra
 difference of the errors (required: <= 1e-4), then the curve table (mean, min, max over trials).
 
 Usage:
-    PYTHONPATH=. python benchmarks/bench_random_features.py                   # full paper curve (long: ~1 h)
+    PYTHONPATH=. python benchmarks/bench_random_features.py   # paper curve; ~1.5 h with the baseline on every draw
     PYTHONPATH=. python benchmarks/bench_random_features.py --max-log2-heads 11 --trials 2
     ... --baseline-trials 1   # baseline on the first trial of each d only (ratio over the matched runs)
 """
