@@ -8,10 +8,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from constructions.biased import build_biased_construction, save_biased_construction
-from constructions.weights_io import load_weights
 from experiments.cli_output import emit
-from theory.biased_target import bias_grid
 from theory.validation import check_dimension
 
 
@@ -44,6 +41,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here so that `attnrank construct --help` does not load every construction's libraries.
+    from constructions.biased import build_biased_construction, save_biased_construction
+    from constructions.weights_io import load_weights
+    from theory.biased_target import bias_grid
+
     d = check_dimension(args.d)
     grid = bias_grid(d, m=args.m, delta=args.delta)
     construction = build_biased_construction(d, args.temperature, grid)

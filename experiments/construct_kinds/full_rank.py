@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import math
 
-from constructions.full_rank import full_rank_metadata, save_full_rank
 from experiments.cli_output import emit
 
 
@@ -33,6 +32,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here so that `attnrank construct --help` does not load every construction's libraries.
+    from constructions.full_rank import full_rank_metadata, save_full_rank
+
     path = save_full_rank(args.out, args.d, args.temperature)
     metadata = full_rank_metadata(args.d, args.temperature)
     emit(

@@ -7,10 +7,7 @@ import math
 
 import numpy as np
 
-from constructions.majority_vote import build_majority_vote
-from constructions.weights_io import save_weights
 from experiments.cli_output import emit
-from theory.majority_vote_error import majority_vote_asymptote
 from theory.validation import check_int
 
 PREDICTION_SCOPE = (
@@ -48,6 +45,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here so that `attnrank construct --help` does not load every construction's libraries.
+    from constructions.majority_vote import build_majority_vote
+    from constructions.weights_io import save_weights
+    from theory.majority_vote_error import majority_vote_asymptote
+
     seed = check_int("seed", args.seed, minimum=0)
     built = build_majority_vote(
         args.d, args.heads, np.random.default_rng(seed), args.temperature, predict=not args.no_predict
