@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from constructions.weights_io import load_weights
+from experiments.cli_arguments import temperature_argument
 from experiments.cli_output import emit
 from experiments.eval_tasks import EVAL_TASKS, get_task, task_options
 from experiments.weight_models import fixed_context_length, weight_file_model
@@ -18,13 +19,6 @@ from theory.validation import check_int, check_temperature
 
 _FLOAT_SLACK = 256 * np.finfo(np.float64).eps
 """Absolute tolerance (relative to max(1, predicted)) added to the 4-s.e. test: float64 rounding, not statistics."""
-
-
-def _temperature(text: str) -> float:
-    try:
-        return float(text)  # "inf" -> hardmax
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"must be a number > 0 or inf, got {text!r}") from exc
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -45,7 +39,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of numpy.random.default_rng for the samples")
     parser.add_argument("--keys", default="orthonormal", help="key distribution: orthonormal (D_N) or iid")
     parser.add_argument(
-        "--temperature", type=_temperature, default=None, help="override the file's inverse temperature (inf: hardmax)"
+        "--temperature",
+        type=temperature_argument,
+        default=None,
+        help="override the file's inverse temperature (inf: hardmax)",
     )
     parser.add_argument("--batch-size", type=int, default=10_000, help="samples drawn per batch")
     parser.add_argument("--json", action="store_true", help="print one JSON object")

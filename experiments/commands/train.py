@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 from pathlib import Path
 
+from experiments.cli_arguments import temperature_argument
 from experiments.cli_output import emit
 from experiments.tasks import TASKS
 from experiments.training import ATTENTIONS, KEY_KINDS, MODELS, POSITIONALS, VALUES, TrainConfig, train
 
 _DEFAULTS = TrainConfig()
 
-
-def _temperature(text: str) -> float:
-    value = float(text)
-    if math.isnan(value):
-        raise argparse.ArgumentTypeError("temperature must be a number")
-    return value
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -47,7 +41,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--value", default=d.value, help=f"{' | '.join(VALUES)} value maps (default %(default)s)")
     parser.add_argument("--attention", default=d.attention, help=f"{' | '.join(ATTENTIONS)} (default %(default)s)")
     parser.add_argument(
-        "--temperature", type=_temperature, default=d.temperature, help="score multiplier (default %(default)s)"
+        "--temperature", type=temperature_argument, default=d.temperature, help="score multiplier (default %(default)s)"
     )
     parser.add_argument("--positional", default=d.positional, help=f"{' | '.join(POSITIONALS)} (default %(default)s)")
     parser.add_argument("--positional-dim", type=int, default=d.positional_dim, help="width of concatenated encodings")

@@ -8,15 +8,9 @@ from __future__ import annotations
 import argparse
 import math
 
+from experiments.cli_arguments import temperature_argument
 from experiments.cli_output import emit
 from theory.validation import check_dimension
-
-
-def _temperature(text: str) -> float:
-    try:
-        return float(text)  # "inf" -> hardmax
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"must be a number > 0 or inf, got {text!r}") from exc
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -30,7 +24,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--d", type=int, required=True, help="dimension d >= 2")
     parser.add_argument(
-        "--temperature", type=_temperature, default=math.inf, help="softmax inverse temperature (inf: hardmax)"
+        "--temperature", type=temperature_argument, default=math.inf, help="softmax inverse temperature (inf: hardmax)"
     )
     parser.add_argument("--m", type=int, default=None, help="half the number of biases (default d^2: 2 d^2 + 1 heads)")
     parser.add_argument("--delta", type=float, default=None, help="bias spacing (default 4 sqrt(2) / m)")

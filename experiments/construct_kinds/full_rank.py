@@ -5,14 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from experiments.cli_arguments import temperature_argument
 from experiments.cli_output import emit
-
-
-def _temperature(text: str) -> float:
-    try:
-        return float(text)  # "inf" -> hardmax
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"must be a number > 0 or inf, got {text!r}") from exc
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -24,7 +18,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--d", type=int, required=True, help="dimension d >= 2")
     parser.add_argument(
-        "--temperature", type=_temperature, default=math.inf, help="softmax inverse temperature lambda (inf: hardmax)"
+        "--temperature",
+        type=temperature_argument,
+        default=math.inf,
+        help="softmax inverse temperature lambda (inf: hardmax)",
     )
     parser.add_argument("--out", required=True, help="output .safetensors file")
     parser.add_argument("--json", action="store_true", help="print one JSON object")

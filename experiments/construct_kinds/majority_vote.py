@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from experiments.cli_arguments import temperature_argument
 from experiments.cli_output import emit
 from theory.validation import check_int
 
@@ -15,12 +16,6 @@ PREDICTION_SCOPE = (
     "(construction-to-construction sd about 0.02 x error at d = 16)"
 )
 
-
-def _temperature(text: str) -> float:
-    try:
-        return float(text)  # "inf" -> hardmax
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"must be a number > 0 or inf, got {text!r}") from exc
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -35,7 +30,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--d", type=int, required=True, help="token dimension d >= 2")
     parser.add_argument("--heads", type=int, required=True, help="number of layer-1 heads H >= 1 (odd avoids ties)")
     parser.add_argument(
-        "--temperature", type=_temperature, default=math.inf, help="softmax inverse temperature (inf: hardmax)"
+        "--temperature", type=temperature_argument, default=math.inf, help="softmax inverse temperature (inf: hardmax)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random head directions")
     parser.add_argument("--no-predict", action="store_true", help="store predicted_error = nan (skip quadrature)")
