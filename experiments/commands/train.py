@@ -14,7 +14,6 @@ from experiments.training import ATTENTIONS, KEY_KINDS, MODELS, POSITIONALS, VAL
 _DEFAULTS = TrainConfig()
 
 
-
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "train",
