@@ -17,7 +17,6 @@ PREDICTION_SCOPE = (
 )
 
 
-
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "majority-vote",
