@@ -71,20 +71,7 @@ class Tournament:
 
     def metadata(self) -> dict[str, object]:
         """Metadata for constructions.weights_io.save_weights (multi-layer layout)."""
-        w = self.weights
-        return {
-            "construction": CONSTRUCTION_NAME,
-            "d": w.d,
-            "p": w.p,
-            "N": w.N,
-            "L": len(w.layers),
-            "H": w.layer_heads,
-            "r": w.rank,
-            "temperature": self.temperature,
-            "predicted_error": self.predicted_error,
-            "layout": "multi-layer",
-            "update": "query",
-        }
+        return self.weights.file_metadata(CONSTRUCTION_NAME, self.temperature, self.predicted_error)
 
 
 def tournament_weights(directions: npt.ArrayLike, N: int) -> MultiLayerWeights:

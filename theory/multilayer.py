@@ -155,6 +155,24 @@ class MultiLayerWeights:
         """Head counts H_l per layer."""
         return [layer.heads for layer in self.layers]
 
+    def file_metadata(
+        self, construction: str, temperature: float, predicted_error: float, update: str = "query"
+    ) -> dict[str, object]:
+        """The metadata of the ``multi-layer`` weight-file layout that these weights determine, plus the given keys."""
+        return {
+            "construction": construction,
+            "d": self.d,
+            "p": self.p,
+            "N": self.N,
+            "L": len(self.layers),
+            "H": self.layer_heads,
+            "r": self.rank,
+            "temperature": temperature,
+            "predicted_error": predicted_error,
+            "layout": "multi-layer",
+            "update": update,
+        }
+
     def to_tensors(self) -> dict[str, FloatArray]:
         """The tensors under the names of the ``multi-layer`` weight-file layout (constructions/weights_io.py)."""
         tensors = {
