@@ -30,7 +30,7 @@ from theory.bounds import (
     rank_lower_bound,
     rank_lower_bound_exact,
 )
-from theory.harmonics import num_harmonics, sign_energy_tail
+from theory.harmonics import log_sign_energy, num_harmonics, sign_energy_tail
 
 EPS = float(np.finfo(np.float64).eps)
 
@@ -124,6 +124,46 @@ def test_float_interval_overlaps_an_independent_mpmath_bracket(d, r, H, k_max):
     assert upper - lower < 1e-10
 
 
+def _direct_bracket(d: int, r: int, H: int, k_max: int) -> tuple[float, float, float]:
+    """Explicit float64 sum over odd k <= k_max (about 2 million terms) plus the monotone remainder bracket.
+
+    Independent of the Euler-Maclaurin remainder; returns (low, high, rounding slack) for B.
+    """
+    k = np.arange(1, k_max + 1, 2, dtype=np.int64)  # (k_max // 2 + 1,)
+    log_e = np.asarray(log_sign_energy(d, k))
+    exponent = np.minimum(math.log(H) + np.asarray(log_rank_capacity(d, r, k)), 1.0)
+    terms = np.exp(log_e) * np.maximum(0.0, -np.expm1(exponent))
+    total = math.fsum(terms.tolist())
+    tail = sign_energy_tail(d, k_max)
+    b_next = max(0.0, -math.expm1(math.log(H) + float(log_rank_capacity(d, r, k_max + 2))))
+    b_inf = 1.0 if r <= d - 2 else max(0.0, 1.0 - H / 2)
+    slack = 1e-12 * total + 1e-15  # per-term log-space rounding (<= ~1e-13 relative) summed
+    return 0.5 * (total + b_next * tail), 0.5 * (total + b_inf * tail), slack
+
+
+@pytest.mark.parametrize(
+    ("d", "r", "H"), [(16, 14, 1), (16, 15, 1), (64, 62, 1), (256, 254, 8), (16, 8, 10**30), (64, 8, 10**300)]
+)
+def test_euler_maclaurin_remainder_lies_in_a_long_direct_bracket(d, r, H):
+    """Where the bound switches to the Euler-Maclaurin remainder (slow convergence near full rank, huge H), its
+    interval must overlap a bracket from 2 million explicit terms and stay tight (the old monotone remainder left
+    widths up to 2e-6 here after 65536 terms)."""
+    low, high, slack = _direct_bracket(d, r, H, (1 << 22) - 1)
+    lower, upper = rank_lower_bound(d, r, H)
+    assert lower <= high + slack and low <= upper + slack, (lower, upper, low, high)
+    assert upper - lower <= 1e-10, (upper - lower, high - low)
+
+
+def test_direct_bracket_detects_a_wrong_remainder():
+    """Negative control: the same bracket rejects the bound computed with the weighted tail dropped (T alone)."""
+    d, r, H = 64, 62, 1
+    low, high, slack = _direct_bracket(d, r, H, (1 << 22) - 1)
+    lower, _ = rank_lower_bound(d, r, H)
+    k_last = 1535  # where rank_lower_bound switches to the remainder for this case
+    wrong = lower + 0.5 * float(np.exp(log_rank_capacity(d, r, k_last))) * sign_energy_tail(d, k_last)
+    assert wrong > high + slack
+
+
 @pytest.mark.parametrize(("d", "r", "H", "k_max"), [(3, 1, 1, 9), (4, 2, 2, 11), (6, 2, 5, 13), (7, 3, 1, 9)])
 def test_exact_sympy_partial_sum_agrees_with_float(d, r, H, k_max):
     """rank_lower_bound_exact (sympy) plus the remainder bracket [b_next T, b_inf T]/2 must meet the float interval."""
@@ -213,7 +253,7 @@ def test_min_heads_refuses_answers_beyond_the_printable_range():
 
 def test_min_heads_rejects_unreachable_eps():
     with pytest.raises(ValueError, match="below what can be certified"):
-        min_heads(8, 1, 1e-13)
+        min_heads(8, 1, 1e-16)
 
 
 @pytest.mark.parametrize(

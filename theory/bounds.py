@@ -21,10 +21,15 @@ Facts about rho_k used below (derived here, checked in tests/test_bounds.py):
 Truncation: the odd degrees below k0 contribute exactly 0; the odd degrees k0 .. K are summed term by term
 (``math.fsum``); the rest, sum_{k > K} e_k b_k, lies in [b_{K+2} T(K), b_inf T(K)] by monotonicity of b, with
 T(K) = sum_{k > K} e_k (exact remainder: 1 - partial sum for K <= 2^15, else ``theory.harmonics.sign_energy_tail``)
-and b_inf = lim b_k (1 for r <= d - 2, [1 - H/2]_+ for r = d - 1). K grows until the remainder interval is narrower
-than ``_TARGET_WIDTH`` or ``_MAX_TERMS`` terms are summed. The budget runs out when b_k approaches b_inf slowly:
-near full rank (r >= d - 2, where 1 - b_k/b_inf ~ 1/k) and when k0 is huge (astronomically many heads); the interval
-is then still certified, only wider (e.g. 4e-9 at d = 64, r = 62, H = 1; 1e-7 at d = 64, r = 8, H = 1e300).
+and b_inf = lim b_k (1 for r <= d - 2, [1 - H/2]_+ for r = d - 1). When that bracket is narrower than
+``_TARGET_WIDTH`` the sum stops. When b_k approaches b_inf slowly (near full rank, where 1 - b_k/b_inf ~ 1/k, and
+when k0 is huge, i.e. astronomically many heads) the bracket would need millions of terms; instead, once K >= 1001
+and u_k = H e_k rho_k changes by at most 2% per step, the remainder is computed as
+sum_{k > K} e_k b_k = T(K) - H sum_{k > K} e_k rho_k (every bracket past k0 is positive) with the second sum by
+Euler-Maclaurin on the analytic extension of u (``theory.euler_maclaurin``), whose error budget is 100 times the
+first omitted term plus the log-space rounding budget; the interval is intersected with the monotone bracket.
+This keeps every evaluation with d <= 1024 to a few ms (benchmarks/bench_bound.py) and widths near 1e-12 (e.g.
+7e-12 at d = 64, r = 62, H = 1; 5e-15 at d = 64, r = 8, H = 1e300, where the monotone bracket alone left 1e-7).
 
 Rounding: log rho_k goes through scipy's ``betaln(a, b)``, whose absolute error is <= 22 eps (a + b + |betaln|)
 (measured against mpmath for a, b up to 1e12, see tests/test_bounds.py); log e_k comes from theory.harmonics (a few
@@ -45,7 +50,16 @@ import numpy.typing as npt
 import sympy
 from scipy import integrate, special
 
-from theory.harmonics import log_num_harmonics, log_sign_energy, num_harmonics, sign_energy_exact, sign_energy_tail
+from theory.euler_maclaurin import log_gamma_ratio_derivative, log_linear_derivative, odd_degree_tail
+from theory.harmonics import (
+    log_num_harmonics_real,
+    log_sign_energy,
+    log_sign_energy_derivatives,
+    log_sign_energy_real,
+    num_harmonics,
+    sign_energy_exact,
+    sign_energy_tail,
+)
 from theory.sphere import coordinate_density, coordinate_density_constant
 from theory.validation import check_dimension, check_int, check_rank, check_real, check_temperature
 
@@ -65,6 +79,12 @@ _ROUNDING_FACTOR = 64.0
 _MAX_LOG10_HEADS = 4096
 # Tails up to this degree are 1 - (partial sum), beyond it theory.harmonics.sign_energy_tail.
 _DIRECT_TAIL_DEGREE = 1 << 15
+# The Euler-Maclaurin remainder of H sum_k e_k rho_k is used from this last explicit degree on, and only where
+# u(k) = e_k rho_k changes slowly over one step of 2: 2 |(log u)'(m)| <= _EM_MAX_STEP_SLOPE.
+_EM_MIN_DEGREE = 1001
+_EM_MAX_STEP_SLOPE = 0.02
+# The Euler-Maclaurin error budget is _EM_SAFETY times the omitted-term estimate plus the log-space rounding budget.
+_EM_SAFETY = 100.0
 
 
 @dataclass(frozen=True)
@@ -108,10 +128,15 @@ def log_rank_capacity(d: int, r: int, k: Any) -> float | FloatArray:
     x = np.asarray(k, dtype=np.float64)
     if np.any(x < 1) or not np.all(np.isfinite(x)):
         raise ValueError("k must be an integer >= 1 (or an array of them)")
-    # C(k + r - 1, r - 1) = 1 / ((k + r) B(k + 1, r)); N(d, k) from theory.harmonics (also through betaln).
-    log_comb = -np.log(x + r) - special.betaln(x + 1.0, float(r))
-    values = log_comb - np.asarray(log_num_harmonics(d, x.astype(np.int64)), dtype=np.float64)
+    values = _log_rank_capacity_real(d, r, x)
     return float(values) if scalar else values
+
+
+def _log_rank_capacity_real(d: int, r: int, x: FloatArray) -> FloatArray:
+    """log rho(x) for real x >= 1 (the analytic extension; shape of x), through betaln (accurate for huge x)."""
+    # C(x + r - 1, r - 1) = 1 / ((x + r) B(x + 1, r)); N(d, x) from theory.harmonics (also through betaln).
+    log_comb = -np.log(x + r) - special.betaln(x + 1.0, float(r))
+    return np.asarray(log_comb - log_num_harmonics_real(d, x), dtype=np.float64)
 
 
 def _rounding_budgets(
@@ -140,6 +165,46 @@ def _energy_tail(d: int, K: int) -> tuple[float, float]:
         return max(tail, 0.0), error
     tail = sign_energy_tail(d, K)
     return tail, 1e-13 * tail
+
+
+def _log_capacity_derivatives(d: int, r: int, x: float) -> tuple[float, float, float]:
+    """First three derivatives of log rho(x) = log Gamma(x + r) - log Gamma(x + d - 2) - log(2x + d - 2) + const.
+
+    (C(x + r - 1, r - 1) = Gamma(x + r) / (Gamma(x + 1) Gamma(r)) and
+    N(d, x) = (2x + d - 2) Gamma(x + d - 2) / (Gamma(x + 1) Gamma(d - 1)); the Gamma(x + 1) cancel.)
+    """
+    values = [
+        log_gamma_ratio_derivative(n - 1, x, float(r), float(d - 2)) - log_linear_derivative(n, x, 2.0, float(d - 2))
+        for n in (1, 2, 3)
+    ]
+    return values[0], values[1], values[2]
+
+
+def _weighted_tail(d: int, r: int, log_h: float, m: int) -> tuple[float, float] | None:
+    """H sum_{odd k > m} e_k rho_k by Euler-Maclaurin (theory.euler_maclaurin) and an absolute error budget.
+
+    Returns None where the formula is not trusted: m < _EM_MIN_DEGREE, or u = e rho H changes by more than
+    _EM_MAX_STEP_SLOPE (relative) per step of 2 at m. The budget is _EM_SAFETY times the first omitted term plus the
+    log-space rounding budget of u, 64 eps (16 + |log H| + |log e_m| + |log rho_m| + 4 (m + d + r)) relative (the
+    per-term budget of the explicit sum, with betaln's error growing with its arguments; tests/test_euler_maclaurin.py
+    checks the formula against Hurwitz zeta sums and direct sums).
+    """
+    if m < _EM_MIN_DEGREE:
+        return None
+    e1, e2, e3 = log_sign_energy_derivatives(d, float(m))
+    c1, c2, c3 = _log_capacity_derivatives(d, r, float(m))
+    slope = e1 + c1
+    if 2.0 * abs(slope) > _EM_MAX_STEP_SLOPE:
+        return None
+
+    def log_weighted(x: FloatArray) -> FloatArray:
+        return log_sign_energy_real(d, x) + _log_rank_capacity_real(d, r, x) + log_h
+
+    estimate, omitted = odd_degree_tail(log_weighted, (slope, e2 + c2, e3 + c3), m, float(d))
+    x = np.asarray(float(m))
+    log_sizes = abs(log_h) + abs(float(log_sign_energy_real(d, x))) + abs(float(_log_rank_capacity_real(d, r, x)))
+    rounding = _ROUNDING_FACTOR * _EPS * (16.0 + log_sizes + 4.0 * (m + d + r))
+    return estimate, _EM_SAFETY * omitted + rounding * abs(estimate)
 
 
 def _first_active_degree(d: int, r: int, log_h: float) -> int | None:
@@ -215,14 +280,25 @@ def rank_lower_bound(d: int, r: int, H: Any) -> BoundInterval:
         next_k = int(k_int[-1]) + 2
         b_next = max(0.0, -math.expm1(min(log_h + float(log_rank_capacity(d, r, next_k)), 1.0)))
         if (b_inf - b_next) <= _TARGET_WIDTH or count >= _MAX_TERMS or next_k + 2 * chunk > _MAX_EXPLICIT_DEGREE:
+            weighted = None
+            break
+        # Slow convergence (b_k -> b_inf like a power of 1/k): switch to the Euler-Maclaurin remainder.
+        weighted = _weighted_tail(d, r, log_h, next_k - 2)
+        if weighted is not None:
             break
         chunk *= 2
     last = next_k - 2  # last odd degree summed explicitly
     tail, tail_error = _energy_tail(d, last)
-    # remainder sum_{k > last} e_k b_k in [b_next T, b_inf T] (b non-decreasing)
+    # remainder sum_{k > last} e_k b_k in [b_next T, b_inf T] (b non-decreasing) ...
+    remainder_low, remainder_high = b_next * (tail - tail_error), b_inf * (tail + tail_error)
+    if weighted is not None:
+        # ... and = T - H sum_{k > last} e_k rho_k (every bracket past k0 is positive), the tighter of the two
+        weighted_sum, weighted_error = weighted
+        remainder_low = max(remainder_low, tail - tail_error - weighted_sum - weighted_error)
+        remainder_high = min(remainder_high, tail + tail_error - weighted_sum + weighted_error)
     rounding = pad + 4 * _EPS * (total + 1.0)
-    low_sum = total - rounding + b_next * (tail - tail_error)
-    high_sum = total + rounding + b_inf * (tail + tail_error)
+    low_sum = total - rounding + remainder_low
+    high_sum = total + rounding + remainder_high
     lower = min(0.5, max(0.0, 0.5 * low_sum))
     upper = min(0.5, max(lower, 0.5 * high_sum))
     return BoundInterval(lower, upper)

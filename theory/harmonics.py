@@ -30,6 +30,7 @@ import numpy.typing as npt
 import sympy
 from scipy import special
 
+from theory.euler_maclaurin import odd_degree_tail
 from theory.validation import check_array, check_dimension, check_int
 
 FloatArray = npt.NDArray[np.float64]
@@ -41,9 +42,6 @@ _LOG_PI = math.log(math.pi)
 _LOG_JACOBI_NORMALISER_LIMIT = 600.0
 # Number of odd degrees summed term by term in ``sign_energy_tail`` before the Euler-Maclaurin remainder.
 _TAIL_DIRECT_TERMS = 1000
-# Composite Gauss-Legendre rule for the Euler-Maclaurin integral in v = log x (panel width and nodes per panel).
-_TAIL_PANEL_WIDTH = 2.0
-_TAIL_NODES, _TAIL_WEIGHTS = special.roots_legendre(24)
 
 
 def _check_degrees(name: str, value: Any, *, minimum: int = 0) -> tuple[IntArray, bool]:
@@ -95,7 +93,7 @@ def num_harmonics(d: int, k: int) -> int:
     return quotient
 
 
-def _log_num_harmonics_real(d: int, x: FloatArray) -> FloatArray:
+def log_num_harmonics_real(d: int, x: FloatArray) -> FloatArray:
     """log N(d, x) for real x >= 1 (analytic in x): log(2x+d-2) - log x - log(x+d-2) - log B(d-1, x)."""
     # C(x + d - 3, x - 1) = 1 / ((x + d - 2) B(d - 1, x)), so N = (2x + d - 2) / (x (x + d - 2) B(d - 1, x)).
     return np.log(2.0 * x + d - 2.0) - np.log(x) - np.log(x + d - 2.0) - special.betaln(d - 1.0, x)
@@ -114,7 +112,7 @@ def log_num_harmonics(d: int, k: Any) -> float | FloatArray:
     degrees, scalar = _check_degrees("k", k)
     x = degrees.astype(np.float64)
     safe = np.where(degrees == 0, 1.0, x)
-    values = np.where(degrees == 0, 0.0, _log_num_harmonics_real(d, safe))
+    values = np.where(degrees == 0, 0.0, log_num_harmonics_real(d, safe))
     return _as_output(np.asarray(values, dtype=np.float64), scalar)
 
 
@@ -274,7 +272,7 @@ def _log_gamma_half_ratio(z: FloatArray) -> FloatArray:
     return result
 
 
-def _log_sign_energy_real(d: int, x: FloatArray) -> FloatArray:
+def log_sign_energy_real(d: int, x: FloatArray) -> FloatArray:
     """log e(x), the analytic extension of the odd-degree energies to real x >= 1, accurate to a few ulps.
 
     With x = 2j + 1 and the duplication formula applied to the Gamma functions of N(d, x) and beta_x^2:
@@ -309,7 +307,7 @@ def log_sign_energy(d: int, k: Any) -> float | FloatArray:
     degrees, scalar = _check_degrees("k", k)
     odd = degrees % 2 == 1
     x = np.where(odd, degrees, 1).astype(np.float64)
-    values = np.where(odd, _log_sign_energy_real(d, x), -np.inf)
+    values = np.where(odd, log_sign_energy_real(d, x), -np.inf)
     return _as_output(np.asarray(values, dtype=np.float64), scalar)
 
 
@@ -366,8 +364,8 @@ def sign_energy_exact(d: int, k: int) -> sympy.Expr:
     return sympy.simplify(num_harmonics(d, k) * sign_coefficient_exact(d, k) ** 2)
 
 
-def _log_energy_derivatives(d: int, x: float) -> tuple[float, float, float]:
-    """First three derivatives of L(x) = log e(x) (``_log_sign_energy_real``) via polygamma functions."""
+def log_sign_energy_derivatives(d: int, x: float) -> tuple[float, float, float]:
+    """First three derivatives of L(x) = log e(x) (``log_sign_energy_real``) at real x >= 1, via polygamma functions."""
     dd = float(d)
     derivatives = []
     for order in range(3):
@@ -389,36 +387,16 @@ def _log_energy_derivatives(d: int, x: float) -> tuple[float, float, float]:
 def _odd_tail_euler_maclaurin(d: int, m: int) -> float:
     """sum_{i >= 1} e(m + 2i) for odd m >= 1001 by Euler-Maclaurin on the analytic extension e(x) of the energies.
 
-    With g(i) = e(m + 2i): sum_{i >= 1} g(i) = int_0^inf g - g(0)/2 - g'(0)/12 + g'''(0)/720 - g^(5)(0)/30240 + ...,
-    i.e. (1/2) int_m^inf e - e(m)/2 - e'(m)/6 + e'''(m)/90 - (32/30240) e^(5)(m) + .... e(x) is a ratio of Gamma
-    functions whose relative derivatives scale like 1/x (both for x << d and x >> d), so the first omitted term is
-    ~ 1e-18 relative to the sum for m >= 1000; the integral is done by composite Gauss-Legendre in v = log x.
+    theory.euler_maclaurin derives the formula; e(x) is a ratio of Gamma functions whose relative derivatives scale
+    like 1/x (both for x << d and x >> d), so the first omitted term is ~ 1e-18 relative to the sum for m >= 1000.
+    The quadrature gets a breakpoint at log d, which separates the two decay regimes.
     """
 
-    # Integrate in v = log x: e(x) x decays like x^{-1/2} (x << d) then x^{-1} (x >> d) and is analytic in the strip
-    # |Im v| < pi (the Gamma poles sit on the negative x axis), so composite Gauss-Legendre on panels of width
-    # <= 2 with 24 nodes converges far below float64 rounding. Past log(max(m, d)) + 80 the remainder is below
-    # e^{-40} relative. A breakpoint at log d separates the two regimes.
-    lower, upper = math.log(m), math.log(max(m, d)) + 80.0
-    breaks = [lower] + ([math.log(d)] if d > m else []) + [upper]
-    edges = np.concatenate(
-        [
-            np.linspace(a, b, max(1, math.ceil((b - a) / _TAIL_PANEL_WIDTH)) + 1)[:-1]
-            for a, b in zip(breaks[:-1], breaks[1:], strict=True)
-        ]
-        + [np.array([upper])]
-    )  # (n_panels + 1,)
-    half_width = np.diff(edges) / 2.0  # (n_panels,)
-    centres = edges[:-1] + half_width  # (n_panels,)
-    v = centres[:, None] + half_width[:, None] * _TAIL_NODES[None, :]  # (n_panels, n_nodes)
-    integrand = np.exp(_log_sign_energy_real(d, np.exp(v)) + v)  # (n_panels, n_nodes): e(x) dx = e(x) x dv
-    integral = math.fsum((half_width * (integrand @ _TAIL_WEIGHTS)).tolist())
+    def log_energy(x: FloatArray) -> FloatArray:
+        return log_sign_energy_real(d, x)
 
-    e_m = math.exp(float(_log_sign_energy_real(d, np.asarray(float(m)))))
-    l1, l2, l3 = _log_energy_derivatives(d, float(m))
-    e1 = e_m * l1
-    e3 = e_m * (l3 + 3.0 * l1 * l2 + l1**3)
-    return 0.5 * integral - 0.5 * e_m - e1 / 6.0 + e3 / 90.0
+    estimate, _ = odd_degree_tail(log_energy, log_sign_energy_derivatives(d, float(m)), m, float(d))
+    return estimate
 
 
 def sign_energy_tail(d: int, K: int) -> float:
@@ -441,5 +419,5 @@ def sign_energy_tail(d: int, K: int) -> float:
     K = check_int("K", K, minimum=0)
     first = K + 1 if K % 2 == 0 else K + 2  # first odd degree above K
     degrees = first + 2 * np.arange(_TAIL_DIRECT_TERMS, dtype=np.int64)  # (1000,)
-    direct = math.fsum(np.exp(_log_sign_energy_real(d, degrees.astype(np.float64))).tolist())
+    direct = math.fsum(np.exp(log_sign_energy_real(d, degrees.astype(np.float64))).tolist())
     return direct + _odd_tail_euler_maclaurin(d, int(degrees[-1]))
