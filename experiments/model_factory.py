@@ -6,6 +6,8 @@ same interface as the baselines of `experiments.tasks`, so training, evaluation 
 - ``model="encoder"``: the paper's post-norm encoder (`PaperEncoder`) on the task's token sequence; the task reads the
   answer off the outputs (query tasks: the query token; farthest: every token). For ``icl`` a learned linear map
   R^d -> R (Garg et al.'s read-out) is applied to the encoder outputs and the encoder is causal.
+- ``model="gpt2"``: a GPT-2-style pre-norm backbone (`experiments.gpt2`) of width ``embed_dim`` with learned
+  positions, the in-context regression experiment's model (the encoder's L2 norms erase the y-tokens' magnitudes).
 - ``model="theory"``: the query-to-context theory model (`TheoryModel`), fed (context, query) directly; on the
   farthest task every token is a query over the whole context. ``init`` loads a construction weight file into it
   (`experiments.weight_loading`), after checking that the file matches the config.
@@ -24,6 +26,7 @@ from torch import nn
 
 from constructions.weights_io import WeightFileError, load_weights
 from experiments.encoder import PaperEncoder
+from experiments.gpt2 import GPT2Backbone
 from experiments.tasks import Batch, Task
 from experiments.theory_model import TheoryModel
 from experiments.weight_loading import theory_model_from_file
@@ -37,8 +40,8 @@ class TaskModel(nn.Module):
 
     Args:
         task: the task whose batches the model answers.
-        network: the torch module (encoder or theory model).
-        kind: "encoder" or "theory".
+        network: the torch module (encoder, GPT-2 backbone or theory model).
+        kind: "encoder" (any sequence model: tokens in, per-token outputs out) or "theory".
         head: optional extra read-out module applied to the encoder outputs (icl: R^d -> R).
     """
 
@@ -85,6 +88,22 @@ def build_encoder(config: TrainConfig, task: Task) -> TaskModel:
     )
     head = nn.Linear(config.d, 1) if task.name == "icl" else None
     return TaskModel(task, network, "encoder", head)
+
+
+def build_gpt2(config: TrainConfig, task: Task) -> TaskModel:
+    """The GPT-2-style backbone (`experiments.gpt2`): width embed_dim, read-out to R (icl) or R^d (other tasks)."""
+    network = GPT2Backbone(
+        d_in=config.d,
+        d_out=1 if task.name == "icl" else config.d,
+        d_model=config.embed_dim,
+        rank=config.rank,
+        layers=config.layers,
+        width=config.width,
+        ffn_dim=config.ffn_dim,
+        max_length=task.sequence_length,
+        causal=task.causal,
+    )
+    return TaskModel(task, network, "encoder")
 
 
 def theory_network(config: TrainConfig) -> TheoryModel:
@@ -178,4 +197,6 @@ def build_model(config: TrainConfig, task: Task) -> TaskModel:
         raise ValueError("init weight files load into the theory model; use model='theory' with init")
     if config.model == "encoder":
         return build_encoder(config, task)
+    if config.model == "gpt2":
+        return build_gpt2(config, task)
     return build_theory(config, task)

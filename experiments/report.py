@@ -147,6 +147,17 @@ def concat_helps_deep_low_rank(records: Sequence[Record]) -> tuple[bool | None, 
                 f"L={L} r={rank}: concat {best[(L, rank, 'concat')]:.3g} vs none {best[(L, rank, 'none')]:.3g}"
             )
     shallow = [f"L={L} r={r}: {p} {v:.3g}" for (L, r, p), v in sorted(best.items()) if L != deepest]
+    # The paper's second half (nothing helps low rank at L = 1) is reported, not required: say where it differs.
+    helped_shallow = [
+        f"L={L} r={rank}"
+        for (L, rank, pos) in sorted(best)
+        if L != deepest
+        and pos == "concat"
+        and (L, rank, "none") in best
+        and best[(L, rank, pos)] < best[(L, rank, "none")]
+    ]
+    if helped_shallow:
+        shallow.append(f"unlike the paper, concat also helps at {', '.join(helped_shallow)}")
     if not verdicts:
         return None, "needs concat and none at the deepest L"
     return all(verdicts), "; ".join(parts + shallow)

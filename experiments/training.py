@@ -47,11 +47,13 @@ from theory.validation import check_choice, check_int, check_real
 VALUES = ("standard", "full")
 ATTENTIONS = ("softmax", "hardmax")
 POSITIONALS = ("none", "additive", "concat")
-MODELS = ("encoder", "theory")
+MODELS = ("encoder", "theory", "gpt2")
 KEY_KINDS = ("iid", "orthonormal")
 CHECKPOINT_VERSION = 1
 EXECUTION_FIELDS = ("device", "checkpoint_every")
 """Fields that do not change a run's result and are left out of :meth:`TrainConfig.config_hash`."""
+LATER_FIELDS = {"embed_dim": 0}
+"""Fields added after 0.1.0, hashed only when they differ from these defaults (so 0.1.0 result stores still match)."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class TrainConfig:
     log_every: int = 50
     init: str | None = None
     model: str = "encoder"
+    embed_dim: int = 0
 
     def __post_init__(self) -> None:
         check_choice("task", self.task, TASKS)
@@ -92,8 +95,21 @@ class TrainConfig:
         check_int("N", self.N, minimum=1)
         check_choice("keys", self.keys, KEY_KINDS)
         positional_dim = check_int("positional_dim", self.positional_dim, minimum=0)
-        width_name = "d" if positional_dim == 0 else "(d + positional_dim)"
-        D = d + positional_dim  # width of the attention layers
+        embed_dim = check_int("embed_dim", self.embed_dim, minimum=0)
+        if self.model == "gpt2":
+            if embed_dim < 1:
+                raise ValueError("embed_dim must be >= 1 for model 'gpt2' (its residual width D), got 0")
+            if self.positional != "additive":
+                raise ValueError(
+                    "positional must be 'additive' for model 'gpt2' (learned absolute positions), "
+                    f"got {self.positional!r}"
+                )
+            width_name, D = "embed_dim", embed_dim
+        else:
+            if embed_dim != 0:
+                raise ValueError(f"embed_dim must be 0 unless model is 'gpt2', got {embed_dim}")
+            width_name = "d" if positional_dim == 0 else "(d + positional_dim)"
+            D = d + positional_dim  # width of the attention layers
         rank = check_int("rank", self.rank, minimum=1, maximum=D)
         width = check_int("width", self.width, minimum=1)
         check_int("layers", self.layers, minimum=1)
@@ -143,13 +159,13 @@ class TrainConfig:
             raise ValueError(f"N must be <= d = {d} for orthonormal keys (D_N), got {self.N}")
         if self.task == "biased" and self.N != 2:
             raise ValueError(f"N must be 2 for the biased task, got {self.N}")
-        if self.task == "icl" and self.model != "encoder":
-            raise ValueError("model must be 'encoder' for the icl task (it needs a causal sequence model)")
+        if self.task == "icl" and self.model == "theory":
+            raise ValueError("model must be 'encoder' or 'gpt2' for the icl task (it needs a causal sequence model)")
 
     @property
     def model_width(self) -> int:
-        """Width D of the attention layers: d, plus positional_dim for concatenated encodings."""
-        return self.d + self.positional_dim
+        """Width D of the attention layers: embed_dim for gpt2, else d plus positional_dim (concatenated encodings)."""
+        return self.embed_dim if self.model == "gpt2" else self.d + self.positional_dim
 
     @property
     def heads(self) -> int:
@@ -178,7 +194,11 @@ class TrainConfig:
 
     def config_hash(self) -> str:
         """Stable sha256 of the config without the pure execution knobs (EXECUTION_FIELDS)."""
-        data = {k: v for k, v in self.to_dict().items() if k not in EXECUTION_FIELDS}
+        data = {
+            k: v
+            for k, v in self.to_dict().items()
+            if k not in EXECUTION_FIELDS and not (k in LATER_FIELDS and v == LATER_FIELDS[k])
+        }
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -59,6 +59,10 @@ def test_paper_defaults() -> None:
         ({"positional_dim": 4}, "positional_dim must be 0"),
         ({"task": "nearest", "keys": "orthonormal", "N": 17}, "N must be <= d"),
         ({"task": "icl", "model": "theory"}, "icl"),
+        ({"model": "gpt2", "positional": "additive"}, "embed_dim must be >= 1 for model 'gpt2'"),
+        ({"model": "gpt2", "embed_dim": 32}, "positional must be 'additive' for model 'gpt2'"),
+        ({"model": "gpt2", "embed_dim": 30, "positional": "additive", "rank": 4}, "rank must divide embed_dim = 30"),
+        ({"embed_dim": 32}, "embed_dim must be 0 unless model is 'gpt2'"),
         ({"device": "tpu"}, "device must be"),
         ({"bf16": 1}, "bf16 must be true or false"),
         ({"steps": 0}, "steps must be"),
@@ -218,6 +222,19 @@ def test_device_resolution() -> None:
             training.resolve_device("cuda")
 
 
+def test_config_hash_of_0_1_0_configs_is_unchanged() -> None:
+    """embed_dim (added after 0.1.0) enters the hash only when set, so result stores written by 0.1.0 still match."""
+    import hashlib
+    import json
+
+    config = TrainConfig()
+    old_fields = {k: v for k, v in config.to_dict().items() if k not in ("device", "checkpoint_every", "embed_dim")}
+    old_hash = hashlib.sha256(json.dumps(old_fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    assert config.config_hash() == old_hash
+    gpt2 = dataclasses.replace(config, model="gpt2", embed_dim=16, positional="additive")
+    assert gpt2.config_hash() != dataclasses.replace(gpt2, embed_dim=32).config_hash()
+
+
 # ------------------------------------------------------------------------------------ tasks, models, initialisation
 @pytest.mark.parametrize(
     "changes",
@@ -227,6 +244,8 @@ def test_device_resolution() -> None:
         {"task": "farthest", "model": "theory", "rank": 2, "value": "full"},
         {"task": "biased", "N": 2, "keys": "orthonormal"},
         {"task": "icl", "N": 4, "positional": "additive"},
+        {"task": "icl", "N": 4, "positional": "additive", "model": "gpt2", "embed_dim": 8, "rank": 2},
+        {"task": "farthest", "positional": "additive", "model": "gpt2", "embed_dim": 8, "rank": 8},
         {"task": "farthest", "attention": "hardmax", "temperature": 4.0},
         {"task": "farthest", "positional": "concat", "positional_dim": 2, "layers": 2, "rank": 3},
         {

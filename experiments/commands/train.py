@@ -68,6 +68,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--init", default=None, help="construction weight file to initialise the theory model from")
     parser.add_argument("--model", default=d.model, help=f"{' | '.join(MODELS)} (default %(default)s)")
+    parser.add_argument(
+        "--embed-dim", type=int, default=d.embed_dim, help="gpt2: residual width D (heads H = c D / r); else 0"
+    )
     parser.add_argument("--out", required=True, type=Path, help="run directory")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
