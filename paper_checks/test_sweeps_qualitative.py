@@ -5,10 +5,13 @@ Claims, in our words:
 - Figure 1: with one layer, a full-rank model beats every lower rank at the same attention parameter count (c = 1).
 - Varying N: the rank-1 model's error grows with the context length N while full rank stays below it.
 - Positional encodings: with three layers, concatenated positional encodings (scratch coordinates) lower the error of
-  a low-rank model; with one layer they do not rescue it.
+  a low-rank model (the paper adds: with one layer they do not rescue it; that half is reported, not asserted, and at
+  the quick scale it does not hold: see docs/sweeps.md).
+- In-context regression: at H = D / r, fewer heads of higher rank reach a lower error (GPT-2-style model).
 
-Assumptions: the quick scale (d = 16, N <= 16, FFN 64, 600 steps of 128 fresh samples, lr 0.01, 1-2 seeds; posn: one
-low rank r = 2, p = 16 concatenated dimensions) stands in for the paper's d = 64, 100k-200k steps, 5 seeds; only the
+Assumptions: the quick scale (d = 16, N <= 16, FFN 64, 600 steps of 128 fresh samples, lr 0.01, 1-2 seeds; posn: N = 4,
+one low rank r = 2, p = 16 concatenated dimensions, lr 0.003, 1000 steps; icl: d = 8, 10 pairs, D = 32, 2 layers,
+1500 steps at lr 0.003) stands in for the paper's d = 64, 100k-200k steps, 5 seeds; only the
 orderings are compared, never the absolute numbers (the report puts those beside the paper's). Seed noise: for
 Figure 1 the full-rank model's WORST seed must beat every lower rank's BEST seed, so the ordering is not a seed
 accident. Each check trains its sweep (minutes on 2 cores), hence slow.
@@ -20,7 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from experiments.report import concat_helps_deep_low_rank, error_grows_with_n, sweep_records, write_report
+from experiments.report import (
+    concat_helps_deep_low_rank,
+    error_grows_with_n,
+    higher_rank_better,
+    sweep_records,
+    write_report,
+)
 from experiments.results_store import ResultsStore
 from experiments.sweep import run_sweep, store_path
 
@@ -70,4 +79,13 @@ def test_posn_concat_helps_deep_low_rank(record_claim, report_dir: Path) -> None
     records = _sweep("posn", report_dir / "sweep-posn")
     holds, text = concat_helps_deep_low_rank(records)
     record_claim(measured=text, reference="paper (d=64, c=8, L=3): r=4 concat 5e-3 vs none 0.035-0.06")
+    assert holds is True, text
+
+
+@pytest.mark.slow
+@pytest.mark.claim("In-context regression: fewer heads of higher rank beat many low-rank heads at H = D / r")
+def test_icl_higher_rank_better(record_claim, report_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    records = _sweep("icl", report_dir / "sweep-icl")
+    holds, text = higher_rank_better(records)
+    record_claim(measured=text, reference="paper: clearly better with fewer heads of higher rank (no numbers)")
     assert holds is True, text
