@@ -492,7 +492,7 @@ PRESETS: dict[str, Preset] = {
             _scales(_icl),
             (),
             "fewer heads of higher rank give better accuracy at equal parameter count",
-            {"quick": "3 runs, ~2 min", "cpu": "6 runs, hours", "paper": "18 runs x 500k steps (GPU)"},
+            {"quick": "3 runs, ~6 min", "cpu": "6 runs, hours", "paper": "12 runs x 500k steps (GPU)"},
         ),
         Preset(
             "bound-vs-trained",
