@@ -66,7 +66,7 @@ def test_bad_combinations_exit_2_with_one_line(
 def test_unknown_task_and_choices_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for flag, value, message in (
         ("--task", "sorting", "task must be one of 'nearest', 'farthest', 'biased', 'icl', got 'sorting'"),
-        ("--model", "mlp", "model must be one of 'encoder', 'theory', got 'mlp'"),
+        ("--model", "mlp", "model must be one of 'encoder', 'theory', 'gpt2', got 'mlp'"),
         ("--attention", "linear", "attention must be one of"),
     ):
         status, _, err = run_cli(["train", flag, value, "--out", str(tmp_path / "run")], capsys)
