@@ -101,8 +101,10 @@ def plot_positional(records: Sequence[Record], path: Path, title: str) -> Path:
 
 
 def plot_icl(records: Sequence[Record], path: Path, title: str) -> Path:
-    """In-context regression: loss against rank at fixed H = d / r."""
-    return _line_figure(records, path, title, x="rank", series="layers", panel=None, xlabel="rank r (H = d / r)")
+    """In-context regression: loss against rank at fixed H = D / r (D: the model width)."""
+    return _line_figure(
+        records, path, title, x="rank", series="layers", panel=None, xlabel="rank r (H = D / r, D = model width)"
+    )
 
 
 def plot_random_features(records: Sequence[Record], path: Path, title: str) -> Path:

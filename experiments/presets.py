@@ -487,7 +487,7 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "icl",
-            "In-context linear regression (Garg et al.) at fixed H = d / r",
+            "In-context linear regression (Garg et al.) at fixed H = D / r (GPT-2-style model of width D)",
             "icl",
             _scales(_icl),
             (),
