@@ -30,7 +30,7 @@ import numpy.typing as npt
 import sympy
 from scipy import special
 
-from theory.euler_maclaurin import odd_degree_tail
+from theory.euler_maclaurin import log_gamma_ratio_derivative, log_linear_derivative, odd_degree_tail
 from theory.validation import check_array, check_dimension, check_int
 
 FloatArray = npt.NDArray[np.float64]
@@ -365,22 +365,23 @@ def sign_energy_exact(d: int, k: int) -> sympy.Expr:
 
 
 def log_sign_energy_derivatives(d: int, x: float) -> tuple[float, float, float]:
-    """First three derivatives of L(x) = log e(x) (``log_sign_energy_real``) at real x >= 1, via polygamma functions."""
+    """First three derivatives of L(x) = log e(x) (``log_sign_energy_real``) at real x >= 1, via polygamma functions.
+
+    L(x) = log(2x + d - 2) - log x - log(x + d - 2) - log B(d - 1, x) + 2 log B(x/2, d/2) + const, with
+    -log B(d - 1, x) = lgamma(x + d - 1) - lgamma(x) + const and 2 log B(x/2, d/2) = 2 lgamma(x/2) - 2 lgamma((x+d)/2)
+    + const (the chain rule brings (1/2)^n).
+    """
     dd = float(d)
     derivatives = []
-    for order in range(3):
-        # d^m/dx^m of log(2x + d - 2) - log x - log(x + d - 2)
-        m = order + 1
+    for n in (1, 2, 3):
         rational = (
-            (-1) ** (m - 1)
-            * math.factorial(m - 1)
-            * (2.0**m / (2 * x + dd - 2) ** m - 1 / x**m - 1 / (x + dd - 2) ** m)
+            log_linear_derivative(n, x, 2.0, dd - 2.0)
+            - log_linear_derivative(n, x, 1.0, 0.0)
+            - log_linear_derivative(n, x, 1.0, dd - 2.0)
         )
-        # - log B(d - 1, x) = - lgamma(x) + lgamma(x + d - 1) + const
-        beta_n = -(special.polygamma(order, x) - special.polygamma(order, x + dd - 1))
-        # 2 log B(x/2, d/2) = 2 lgamma(x/2) - 2 lgamma((x + d)/2) + const; chain rule brings (1/2)^m
-        beta_s = 2.0 * 0.5**m * (special.polygamma(order, x / 2) - special.polygamma(order, (x + dd) / 2))
-        derivatives.append(float(rational + beta_n + beta_s))
+        beta_n = log_gamma_ratio_derivative(n - 1, x, dd - 1.0, 0.0)
+        beta_s = 2.0 * 0.5**n * log_gamma_ratio_derivative(n - 1, x / 2.0, 0.0, dd / 2.0)
+        derivatives.append(rational + beta_n + beta_s)
     return derivatives[0], derivatives[1], derivatives[2]
 
 
