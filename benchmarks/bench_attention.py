@@ -2,8 +2,8 @@
 
 The baseline is the paper's layer built the standard way: c separate torch.nn.MultiheadAttention blocks with d / r heads
 each, averaged (and, without --attention-only, wrapped in the same post-norm L2-normalised encoder layer with a ReLU
-FFN of width 2048). Ours is experiments.attention_layer.RankedMultiheadAttention (one module, H = c d / r heads) /
-experiments.encoder.PaperEncoderLayer, loaded with the SAME weights. A step is forward + backward + AdamW step on a
+FFN of width 2048). Ours is experiments.models.attention.RankedMultiheadAttention (one module, H = c d / r heads) /
+experiments.models.encoder.PaperEncoderLayer, with the SAME weights. A step is forward + backward + AdamW step on a
 fresh batch (B, N, d) with a mean-squared-error loss against a fixed random target.
 
 Both run in this process, interleaved (baseline, ours, baseline, ours, ...), and the reported time is the median per
@@ -35,8 +35,8 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from experiments.attention_layer import RankedMultiheadAttention  # noqa: E402
-from experiments.encoder import L2Norm, PaperEncoderLayer  # noqa: E402
+from experiments.models.attention import RankedMultiheadAttention  # noqa: E402
+from experiments.models.encoder import L2Norm, PaperEncoderLayer  # noqa: E402
 
 
 class StockAveragedAttention(nn.Module):

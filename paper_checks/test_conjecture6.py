@@ -145,7 +145,7 @@ def test_extension_through_evaluator_matches_simulator(record_claim):
 @pytest.mark.slow
 @pytest.mark.claim("Conjecture 6 evidence (table): heads needed for error 0.25 grow polynomially in N (d = 16)")
 def test_scaling_table(record_claim, full_mode, report_dir):
-    from experiments.figures_depth import draw_scaling_figure, fit_exponent, needed_table, scaling_rows
+    from experiments.figures.depth import draw_scaling_figure, fit_exponent, needed_table, scaling_rows
 
     rows = scaling_rows(D, [2, 4, 8, 16], [64, 256, 1024, 4096, 16384], 2000, seed=1)
     table = needed_table(rows, 0.25)

@@ -31,9 +31,9 @@ from typing import Any
 import pytest
 import torch
 
-from experiments.analysis import analyze_layer, attention_layers
+from experiments.analysis.trained import analyze_layer, attention_layers
 from experiments.tasks import estimate_task_error
-from experiments.training import TrainConfig, build_run, load_trained_model, train_many
+from experiments.training.loop import TrainConfig, build_run, load_trained_model, train_many
 
 D, N = 16, 8
 SEED = 0

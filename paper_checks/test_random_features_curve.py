@@ -102,7 +102,7 @@ def test_random_feature_curve_shape(quick_curve, record_claim, full_mode, report
     # the paper's figure: at a given H the lower dimension reaches lower error (d = 8 lowest)
     assert np.all(np.diff(mean[:, -1]) > 0), f"trial means at H = 1024 not increasing in d: {mean[:, -1]}"
     if full_mode:
-        from experiments.figures_bound import draw_bound_figure
+        from experiments.figures.bound import draw_bound_figure
 
         overlays = {
             f"random rank-1 heads, d={int(d)}": (quick_curve.head_counts, mean[i])
@@ -130,7 +130,7 @@ def test_random_feature_plateau(record_claim, full_mode, report_dir) -> None:  #
         spread = float(high[i, -1] - low[i, -1])
         assert abs(mean[i, -1] - PAPER_PLATEAU[d]) <= READ_OFF + spread, (d, mean[i, -1], PAPER_PLATEAU[d])
     if full_mode:
-        from experiments.figures_bound import draw_bound_figure
+        from experiments.figures.bound import draw_bound_figure
 
         draw_bound_figure(
             report_dir / "random_features_vs_bound_full.png",

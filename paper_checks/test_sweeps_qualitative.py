@@ -23,15 +23,15 @@ from pathlib import Path
 
 import pytest
 
-from experiments.report import (
+from experiments.reporting.sweep_report import (
     concat_helps_deep_low_rank,
     error_grows_with_n,
     higher_rank_better,
     sweep_records,
     write_report,
 )
-from experiments.results_store import ResultsStore
-from experiments.sweep import run_sweep, store_path
+from experiments.sweeps.runner import run_sweep, store_path
+from experiments.sweeps.store import ResultsStore
 
 
 def _sweep(preset: str, out: Path) -> list[dict]:

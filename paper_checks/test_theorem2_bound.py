@@ -165,7 +165,7 @@ def test_theorem2_constructions_respect_the_bound(record_claim, full_mode, repor
 def _draw_figure(report_dir, rng: np.random.Generator) -> None:
     """The bound curves at d = 64 with the random rank-1 heads' exact errors overlaid (full mode only)."""
     from constructions.random_features import kernel_matrix, optimal_output_weights, sample_heads, target_kernel
-    from experiments.figures_bound import draw_bound_figure
+    from experiments.figures.bound import draw_bound_figure
 
     q, k = sample_heads(2048, 64, rng)
     counts = np.array([1, 4, 16, 64, 256, 1024, 2048])

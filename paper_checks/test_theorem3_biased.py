@@ -133,7 +133,7 @@ def test_full_rank_construction(record_claim, tmp_path):
     )
     assert exact_error < 1e-10
     path = save_biased_construction(tmp_path / "biased.safetensors", build_biased_construction(d, 300.0, grid))
-    from experiments.commands.eval import evaluate_weight_file
+    from experiments.cli.commands.eval import evaluate_weight_file
 
     result = evaluate_weight_file(path, task="biased", samples=20000, seed=3)
     assert result["within_4_stderr"], result
@@ -224,7 +224,7 @@ def test_dictionary_certificate(record_claim):
 @pytest.mark.slow
 @pytest.mark.claim("Theorem 3: achievable error vs budget (figure) and Remark 4's weight-norm dependence")
 def test_budget_figure(record_claim, report_dir, full_mode):
-    from experiments.figures_biased import budget_table, draw, threshold_table
+    from experiments.figures.biased import budget_table, draw, threshold_table
 
     rows = budget_table(4, [4, 3, 2, 1], np.logspace(0, 8, 9), 20000, 0)
     for row in rows:
@@ -247,7 +247,7 @@ def test_budget_figure(record_claim, report_dir, full_mode):
 @pytest.mark.slow
 @pytest.mark.claim("Theorem 3: rich rank-r dictionaries (coarser grid) improve held-out error only at d - r = 1")
 def test_rich_dictionary_thresholds(record_claim):
-    from experiments.figures_biased import dictionary_threshold_table
+    from experiments.figures.biased import dictionary_threshold_table
 
     d, m = 6, 6  # 13 biases (delta = 0.94): a coarser target on which low-rank heads do correlate a little
     curves, thresholds, _ = dictionary_threshold_table(d, m, [d - 1, d - 2], np.logspace(-1, 5, 7), 10000, 0)

@@ -162,7 +162,7 @@ def test_head_count_exponents_and_theorem2(record_claim, full_mode, report_dir):
     growth_one = math.log(one_layer[64] / one_layer[16])
     assert growth_one > 5 * growth_two  # polynomial vs (at least) much faster growth in d
     if full_mode:
-        from experiments.figures_depth import draw_heads_figure
+        from experiments.figures.depth import draw_heads_figure
 
         draw_heads_figure(report_dir / "theorem5_heads.png")
 

@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
-from experiments.analysis import trained_vs_bound
-from experiments.figures_trained import plot_trained_vs_bound
-from experiments.training import TrainConfig, load_trained_model, train_many
+from experiments.analysis.trained import trained_vs_bound
+from experiments.figures.trained import plot_trained_vs_bound
+from experiments.training.loop import TrainConfig, load_trained_model, train_many
 from theory.bounds import rank_lower_bound
 
 SEED = 0

@@ -28,10 +28,10 @@ mkdir -p "$OUT_DIR"
   > "$OUT_DIR/gpu.txt" 2>/dev/null || echo "no GPU (nvidia-smi not found)" > "$OUT_DIR/gpu.txt"
 python -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())" | tee -a "$OUT_DIR/gpu.txt"
 start=$(date +%s.%N)
-python -m experiments.cli sweep "$PRESET" --scale "$SCALE" --out "$OUT_DIR" --workers "$WORKERS" --batch-seeds \
+python -m experiments.cli.main sweep "$PRESET" --scale "$SCALE" --out "$OUT_DIR" --workers "$WORKERS" --batch-seeds \
   --set "steps=$STEPS" --set "checkpoint_every=$CHECKPOINT" "${EXTRA[@]}" --no-progress --json | tee "$OUT_DIR/sweep.json"
 end=$(date +%s.%N)
-python -m experiments.cli report "$OUT_DIR" --json | tee "$OUT_DIR/report.json"
+python -m experiments.cli.main report "$OUT_DIR" --json | tee "$OUT_DIR/report.json"
 python - "$OUT_DIR" "$start" "$end" "$STEPS" "$WORKERS" <<'PY'
 import json, sys
 out, start, end, steps, workers = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])

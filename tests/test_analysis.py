@@ -1,4 +1,4 @@
-"""Tests of experiments/analysis.py and experiments/figures_trained.py."""
+"""Tests of experiments/analysis/trained.py and experiments/figures/trained.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from constructions.full_rank import save_full_rank
-from experiments.analysis import (
+from experiments.analysis.trained import (
     analyze_layer,
     angle_to_identity,
     effective_rank,
@@ -21,9 +21,9 @@ from experiments.analysis import (
     summarize_matrix,
     trained_vs_bound,
 )
-from experiments.attention_layer import RankedMultiheadAttention
-from experiments.figures_trained import plot_trained_vs_bound, records_from_runs
-from experiments.training import TrainConfig, build_run
+from experiments.figures.trained import plot_trained_vs_bound, records_from_runs
+from experiments.models.attention import RankedMultiheadAttention
+from experiments.training.loop import TrainConfig, build_run
 from theory.bounds import rank_lower_bound
 
 
@@ -133,8 +133,8 @@ def test_figure_is_written_and_records_are_validated(tmp_path: Path) -> None:
 
 
 def test_icl_run_reports_error_curves_next_to_the_baselines(tmp_path: Path) -> None:
-    from experiments.analysis import analyze_run
-    from experiments.training import train
+    from experiments.analysis.trained import analyze_run
+    from experiments.training.loop import train
 
     config = TrainConfig(task="icl", d=3, N=5, rank=3, ffn_dim=8, steps=5, batch_size=8, positional="additive")
     train(config, tmp_path, progress=False)

@@ -14,7 +14,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from experiments.attention_layer import RankedMultiheadAttention, hardmax
+from experiments.models.attention import RankedMultiheadAttention, hardmax
 from tests.strategies import seeds
 from theory.attention import attention_weights, multihead_attention, self_attention
 

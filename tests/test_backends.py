@@ -11,11 +11,18 @@ from pathlib import Path
 import pytest
 import torch
 
-from experiments.backends import RunTask, execute_task, run_directory_lock, run_local, run_tasks, threads_per_worker
-from experiments.presets import get_preset, spec_kind
-from experiments.results_store import ResultsStore
-from experiments.sweep import run_sweep, store_path
-from experiments.training import TrainConfig
+from experiments.sweeps.backends import (
+    RunTask,
+    execute_task,
+    run_directory_lock,
+    run_local,
+    run_tasks,
+    threads_per_worker,
+)
+from experiments.sweeps.presets import get_preset, spec_kind
+from experiments.sweeps.runner import run_sweep, store_path
+from experiments.sweeps.store import ResultsStore
+from experiments.training.loop import TrainConfig
 
 STEPS = {"steps": 10}
 

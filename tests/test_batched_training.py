@@ -1,6 +1,6 @@
 """Batched training (stacked parameters + vmap) against separate train() runs of the same configs.
 
-Reference: experiments.training.train on each config separately (independent code path: the layer's fused autograd
+Reference: experiments.training.loop.train on each config separately (independent code path: the layer's fused autograd
 attention, one optimiser per run). Tolerance: relative 1e-5 on epoch-mean losses, i.e. about 100 float32 epsilons
 (1.2e-7) of rounding accumulated over 20 Adam steps; the measured gap is ~5e-8.
 """
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from experiments.batched_training import check_batchable, train_batched
-from experiments.training import TrainConfig, train
+from experiments.training.loop import TrainConfig, train
+from experiments.training.seed_batched import check_batchable, train_batched
 
 RTOL = 1e-5
 

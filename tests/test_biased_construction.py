@@ -22,7 +22,7 @@ from constructions.biased_dictionary import (
     solve_budget,
 )
 from constructions.weights_io import load_weights
-from experiments.cli import main
+from experiments.cli.main import main
 from tests.strategies import seeds
 from theory.attention import attention_weights
 from theory.biased_target import bias_grid, biased_target, sample_biased_context

@@ -4,7 +4,7 @@ import shutil
 import textwrap
 from pathlib import Path
 
-from experiments.check import PAPER_CHECKS_DIR, ClaimResult, all_passed, format_table, run_checks
+from experiments.reporting.check import PAPER_CHECKS_DIR, ClaimResult, all_passed, format_table, run_checks
 
 SUITE = '''
 import pytest

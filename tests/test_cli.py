@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from experiments.cli import build_parser, main
+from experiments.cli.main import build_parser, main
 
 
 def _subcommand_paths():
@@ -45,7 +45,7 @@ def test_os_error_becomes_one_line_and_status_2(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     proc = subprocess.run(
-        [sys.executable, "-m", "experiments.cli", "check", "--report-dir", str(blocker / "sub")],
+        [sys.executable, "-m", "experiments.cli.main", "check", "--report-dir", str(blocker / "sub")],
         capture_output=True,
         text=True,
     )

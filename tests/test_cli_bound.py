@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from constructions.weights_io import load_weights
-from experiments.cli import main
+from experiments.cli.main import main
 from theory.bounds import full_rank_error, min_heads, rank_lower_bound
 
 
@@ -75,7 +75,7 @@ def test_bad_input_exits_2_with_one_line(capsys, argv):
 
 def test_subprocess_bad_input_has_no_traceback():
     result = subprocess.run(
-        [sys.executable, "-m", "experiments.cli", "min-heads", "--d", "8", "--rank", "1", "--eps", "-1"],
+        [sys.executable, "-m", "experiments.cli.main", "min-heads", "--d", "8", "--rank", "1", "--eps", "-1"],
         capture_output=True,
         text=True,
         check=False,

@@ -10,8 +10,8 @@ import pytest
 import torch
 from torch import nn
 
-from experiments.attention_layer import RankedMultiheadAttention
-from experiments.encoder import L2Norm, PaperEncoder, PaperEncoderLayer
+from experiments.models.attention import RankedMultiheadAttention
+from experiments.models.encoder import L2Norm, PaperEncoder, PaperEncoderLayer
 
 TOL = 1e-12
 f64 = torch.float64

@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
+from constructions.eval_tasks import EVAL_TASKS, task_options
 from constructions.weights_io import load_weights, save_weights
-from experiments.cli import main
-from experiments.commands.eval import evaluate_weight_file
-from experiments.eval_tasks import EVAL_TASKS, task_options
+from experiments.cli.commands.eval import evaluate_weight_file
+from experiments.cli.main import main
 
 
 def _run(capsys, argv):

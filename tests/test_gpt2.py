@@ -1,11 +1,11 @@
-"""Tests of the GPT-2-style backbone (experiments/gpt2.py): shapes, causality, head layout, bad input."""
+"""Tests of the GPT-2-style backbone (experiments/models/gpt2.py): shapes, causality, head layout, bad input."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from experiments.gpt2 import GPT2Backbone
+from experiments.models.gpt2 import GPT2Backbone
 
 
 def _model(causal: bool = True, rank: int = 4) -> GPT2Backbone:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.presets import PRESETS, SCALES, RandomFeaturesSpec, get_preset, spec_from_record, spec_kind
-from experiments.training import TrainConfig
+from experiments.sweeps.presets import PRESETS, SCALES, RandomFeaturesSpec, get_preset, spec_from_record, spec_kind
+from experiments.training.loop import TrainConfig
 
 PAPER_PRESETS = ("fig1", "figN", "figd", "posn", "random-features", "icl", "bound-vs-trained", "conjecture6")
 

@@ -235,7 +235,7 @@ def test_bad_input_names_the_parameter(call, name: str) -> None:
 def test_cli_writes_a_loadable_file(tmp_path, capsys) -> None:
     import json
 
-    from experiments.cli import main
+    from experiments.cli.main import main
 
     out = tmp_path / "rf.safetensors"
     status = main(

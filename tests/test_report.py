@@ -6,12 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli import main
-from experiments.presets import get_preset, spec_kind
-from experiments.report import error_grows_with_n, full_beats_low_every_d, full_rank_beats_lower, write_report
-from experiments.results_store import ResultsStore
-from experiments.sweep import store_path
-from experiments.training import TrainConfig
+from experiments.cli.main import main
+from experiments.reporting.sweep_report import (
+    error_grows_with_n,
+    full_beats_low_every_d,
+    full_rank_beats_lower,
+    write_report,
+)
+from experiments.sweeps.presets import get_preset, spec_kind
+from experiments.sweeps.runner import store_path
+from experiments.sweeps.store import ResultsStore
+from experiments.training.loop import TrainConfig
 
 PROV = {"git_revision": "abc", "versions": {}}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.results_store import ResultsStore
+from experiments.sweeps.store import ResultsStore
 
 PROV = {"git_revision": "abc", "versions": {"torch": "x"}}
 

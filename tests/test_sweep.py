@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from experiments.cli import main
-from experiments.presets import get_preset
-from experiments.results_store import ResultsStore
-from experiments.sweep import RUNS_DIR, run_sweep, store_path
+from experiments.cli.main import main
+from experiments.sweeps.presets import get_preset
+from experiments.sweeps.runner import RUNS_DIR, run_sweep, store_path
+from experiments.sweeps.store import ResultsStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,7 +75,7 @@ def test_kill_and_resume(tmp_path: Path, reference: dict) -> None:
     command = [
         sys.executable,
         "-m",
-        "experiments.cli",
+        "experiments.cli.main",
         "sweep",
         "smoke",
         "--out",
@@ -144,7 +144,7 @@ def test_overrides_change_the_hash(tmp_path: Path) -> None:
 
 
 def test_failed_run_is_recorded_and_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import experiments.backends as backends
+    import experiments.sweeps.backends as backends
 
     calls = {"n": 0}
 

@@ -14,8 +14,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from experiments.attention_layer import RankedMultiheadAttention
-from experiments.theory_model import TheoryModel
+from experiments.models.attention import RankedMultiheadAttention
+from experiments.models.theory_model import TheoryModel
 from tests.strategies import seeds
 from theory.attention import multihead_attention
 from theory.multilayer import AttentionLayer, MultiLayerWeights, multilayer_forward, multilayer_streams
@@ -49,7 +49,7 @@ def random_multilayer(rng: np.random.Generator, d: int, p: int, N: int, r: int, 
 
 
 def set_weights(model: TheoryModel, weights: MultiLayerWeights) -> None:
-    """Copy evaluator weights into the model parameter by parameter (independent of experiments.weight_loading)."""
+    """Copy evaluator weights into the model parameter by parameter (independent of experiments.models.from_weights)."""
     with torch.no_grad():
         for layer, src in zip(model.attention_layers, weights.layers, strict=True):
             assert isinstance(layer, RankedMultiheadAttention)

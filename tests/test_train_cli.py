@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from constructions.full_rank import save_full_rank
-from experiments.cli import main
+from experiments.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_ARGS = ["--task", "farthest", "--d", "4", "--N", "3", "--rank", "4", "--ffn-dim", "16", "--batch-size", "16"]
@@ -193,7 +193,7 @@ def test_corrupt_checkpoint_is_refused_by_the_command(tmp_path: Path, capsys: py
 
 def _subprocess_train(out: Path, extra: list[str]) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "experiments.cli", "train", *TINY_ARGS, *extra, "--out", str(out), "--json"]
+    command = [sys.executable, "-m", "experiments.cli.main", "train", *TINY_ARGS, *extra, "--out", str(out), "--json"]
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

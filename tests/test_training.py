@@ -1,4 +1,4 @@
-"""Tests of experiments/training.py: config validation, schedule, metrics, exact resume, divergence, refusals."""
+"""Tests of experiments/training/loop.py: config validation, schedule, metrics, exact resume, divergence, refusals."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from experiments import training
 from experiments.tasks import FarthestTask
-from experiments.training import TrainConfig, TrainResult, load_trained_model, lr_factor, train
+from experiments.training import loop as training
+from experiments.training.loop import TrainConfig, TrainResult, load_trained_model, lr_factor, train
 
 # A tiny run: d = 4, N = 3, one layer, FFN width 16, batches of 16, 30 steps (well under a second each).
 TINY = TrainConfig(

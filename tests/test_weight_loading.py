@@ -21,9 +21,9 @@ from constructions.majority_vote import build_majority_vote
 from constructions.random_features import attention_weights_of, construct_random_features, random_features_metadata
 from constructions.tournament import build_tournament
 from constructions.weights_io import load_weights, save_weights
-from experiments.attention_layer import RankedMultiheadAttention
-from experiments.theory_model import TheoryModel
-from experiments.weight_loading import load_attention_heads, load_theory_model, theory_model_from_file
+from experiments.models.attention import RankedMultiheadAttention
+from experiments.models.from_weights import load_attention_heads, load_theory_model, theory_model_from_file
+from experiments.models.theory_model import TheoryModel
 from theory.attention import multihead_attention
 from theory.biased_target import biased_target, sample_biased_context
 from theory.multilayer import AttentionLayer, MultiLayerWeights, multilayer_forward

@@ -1,0 +1,256 @@
+"""What a trained attention layer learned: its Q^T K matrices against +-I, their rank, and error against Theorem 2.
+
+For head h with query and key maps Q_h, K_h (r x D, rows of the module's in-projection), the score of key x for query
+z is z^T M_h x + (bias terms), with M_h = s Q_h^T K_h the D x D bilinear form in input coordinates, s = temperature x
+score scale (1/sqrt(r) by default; the softmax sees exactly s <Q_h z, K_h x>; for a hardmax module with infinite
+temperature s is the score scale alone). We report per head and for the sum over heads M = sum_h M_h:
+
+- angle to I: arccos(<M, I>_F / (||M||_F ||I||_F)) in degrees (0 = aligned with +I, 180 = aligned with -I; the
+  paper's trained full-rank heads on the farthest task sit near 180);
+- ||M||_F;
+- effective rank exp(H(p)), p_i = sigma_i / sum_j sigma_j (the entropy of the normalised singular values; equals k
+  for k equal non-zero singular values);
+- numerical rank: singular values above sigma_max * D * eps(float64) (numpy.linalg.matrix_rank's default); a product
+  of rank-r maps has numerical rank <= r.
+
+The trained error of a one-layer model on Theorem 2's own task (nearest, N = 2, D_2 keys) is a fresh Monte Carlo
+estimate with its standard error, reported next to ``theory.bounds.rank_lower_bound(d, r, H)``. For an in-context
+regression run the error against the number of in-context examples is reported for the model and for the
+least-squares and averaging baselines, on the same fresh samples. The bound holds for
+every H-head rank-r generalized attention, i.e. for query-to-context models whose output is sum_h sum_i w_hi V_h x_i
+(``model="theory"``); the encoder adds the query itself through its residual connection and feeds an FFN, which is
+outside that class, so for it the comparison is reported as "bound_applies": false.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from experiments.models.attention import RankedMultiheadAttention
+from theory.bounds import rank_lower_bound
+from theory.monte_carlo import DEFAULT_Z
+from theory.validation import check_array, check_int
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def angle_to_identity(M: Any) -> float:
+    """Angle in degrees between M (D, D) and the identity in the Frobenius inner product (nan for M = 0)."""
+    M = check_array("M", M, ndim=2)
+    if M.shape[0] != M.shape[1]:
+        raise ValueError(f"M must be square, got shape {M.shape}")
+    d = M.shape[0]
+    if not np.any(M):
+        return math.nan
+    # cos = <M, I> / (|M| |I|). Split M = (tr M / d) I + B with B traceless (orthogonal to I): the angle is
+    # atan2(|B|, tr M / sqrt d), which stays accurate near 0 and 180 degrees where arccos loses half the digits.
+    along = float(np.trace(M)) / math.sqrt(d)  # <M, I / sqrt d>
+    across = float(np.linalg.norm(M - (np.trace(M) / d) * np.eye(d)))  # |B|_F
+    return math.degrees(math.atan2(across, along))
+
+
+def effective_rank(M: Any) -> float:
+    """exp of the Shannon entropy of the normalised singular values of M (0 for M = 0)."""
+    M = check_array("M", M, ndim=2)
+    sigma = np.linalg.svd(M, compute_uv=False)  # (min(M.shape),)
+    total = float(sigma.sum())
+    if total == 0.0:
+        return 0.0
+    p = sigma[sigma > 0] / total
+    return float(math.exp(-float(np.sum(p * np.log(p)))))
+
+
+def numerical_rank(M: Any) -> int:
+    """Number of singular values above sigma_max * max(shape) * eps(float64)."""
+    M = check_array("M", M, ndim=2)
+    return int(np.linalg.matrix_rank(M))
+
+
+def summarize_matrix(M: Any) -> dict[str, float | int]:
+    """Angle to I, angle to -I, Frobenius norm, effective and numerical rank of a square matrix."""
+    M = check_array("M", M, ndim=2)
+    angle = angle_to_identity(M)
+    return {
+        "angle_to_I_deg": angle,
+        "angle_to_minus_I_deg": 180.0 - angle if math.isfinite(angle) else math.nan,
+        "frobenius_norm": float(np.linalg.norm(M)),
+        "effective_rank": effective_rank(M),
+        "numerical_rank": numerical_rank(M),
+    }
+
+
+def query_key_matrices(layer: RankedMultiheadAttention) -> FloatArray:
+    """The score forms M_h = s Q_h^T K_h of every head in input coordinates, in float64.
+
+    Args:
+        layer: the attention module.
+
+    Returns:
+        (H, D, D) array; the score of key x for query z is s <Q_h z, K_h x> = z^T M_h x (plus bias terms).
+    """
+    if not isinstance(layer, RankedMultiheadAttention):
+        raise ValueError(f"layer must be a RankedMultiheadAttention, got {type(layer).__name__}")
+    H, r, D = layer.heads, layer.rank, layer.d_model
+    weight = layer.in_proj_weight.detach().to("cpu", torch.float64).numpy()  # (n_proj H r, D)
+    Q = weight[: H * r].reshape(H, r, D)  # (H, r, D)
+    K = weight[H * r : 2 * H * r].reshape(H, r, D)  # (H, r, D)
+    scale = layer.score_scale * (layer.temperature if math.isfinite(layer.temperature) else 1.0)
+    return scale * np.einsum("hrd,hre->hde", Q, K)  # (H, D, D); h head, r rank, d query coord, e key coord
+
+
+def analyze_layer(layer: RankedMultiheadAttention) -> dict[str, Any]:
+    """Per-head and summed summaries of a layer's score forms."""
+    M = query_key_matrices(layer)  # (H, D, D)
+    return {
+        "heads": layer.heads,
+        "rank": layer.rank,
+        "d_model": layer.d_model,
+        "sum": summarize_matrix(M.sum(axis=0)),
+        "per_head": [summarize_matrix(M[h]) for h in range(M.shape[0])],
+    }
+
+
+def attention_layers(model: torch.nn.Module) -> list[RankedMultiheadAttention]:
+    """Every RankedMultiheadAttention inside ``model``, in module order (first layer first)."""
+    return [m for m in model.modules() if isinstance(m, RankedMultiheadAttention)]
+
+
+def theorem2_applicable(config: Any) -> bool:
+    """Whether a run trained on Theorem 2's own task: nearest neighbour, N = 2, D_2 keys, one layer."""
+    return config.task == "nearest" and config.N == 2 and config.keys == "orthonormal" and config.layers == 1
+
+
+def trained_vs_bound(
+    config: Any, task: Any, model: torch.nn.Module, n_samples: int = 100_000, seed: int = 12345
+) -> dict[str, Any]:
+    """Fresh Monte Carlo error of a model trained on Theorem 2's task next to rank_lower_bound(d, r, H).
+
+    Args:
+        config: the run's TrainConfig (task nearest, N = 2, orthonormal keys, one layer).
+        task: the run's task.
+        model: the trained model (eval mode).
+        n_samples: Monte Carlo sample size (>= 2).
+        seed: seed of the evaluation sampler (independent of the training stream).
+
+    Returns:
+        dict: error mean, stderr, n_samples, upper end mean + 4 s.e., bound lower/upper, bound_applies, consistent
+        (mean + 4 s.e. >= bound lower), d, r, H.
+    """
+    from experiments.tasks import estimate_task_error
+
+    n_samples = check_int("n_samples", n_samples, minimum=2)
+    if not theorem2_applicable(config):
+        raise ValueError("trained_vs_bound needs a one-layer run on task nearest with N = 2 and orthonormal keys")
+    device = next(model.parameters()).device
+    estimate = estimate_task_error(
+        model, task, n_samples, torch.Generator().manual_seed(seed), batch_size=8192, device=device
+    )
+    H = config.heads
+    bound = rank_lower_bound(config.d, config.rank, H)
+    upper = estimate.mean + DEFAULT_Z * estimate.stderr
+    return {
+        "d": config.d,
+        "r": config.rank,
+        "H": H,
+        "error": estimate.mean,
+        "error_stderr": estimate.stderr,
+        "n_samples": estimate.n_samples,
+        "error_upper_4se": upper,
+        "bound_lower": bound.lower,
+        "bound_upper": bound.upper,
+        "bound_applies": config.model == "theory",
+        "consistent": bool(upper >= bound.lower),
+    }
+
+
+def icl_error_curves(
+    predictors: dict[str, Any], task: Any, n_samples: int = 20_000, seed: int = 12345, batch_size: int = 4096
+) -> dict[str, dict[str, list[float]]]:
+    """In-context regression error against the number of in-context examples, for several predictors.
+
+    Every predictor sees the same fresh batches (same seed), so the curves are paired.
+
+    Args:
+        predictors: name -> callable(batch) -> (B, N) predictions (a trained TaskModel, LeastSquaresBaseline, ...).
+        task: a LinearRegressionTask.
+        n_samples: Monte Carlo samples (>= 2).
+        seed: seed of the evaluation sampler.
+        batch_size: samples per forward pass.
+
+    Returns:
+        name -> {"examples": [0 .. N-1], "error": [...], "stderr": [...]}: error = E (f - y_i)^2 / d at i examples.
+    """
+    from experiments.tasks import LinearRegressionTask
+
+    if not isinstance(task, LinearRegressionTask):
+        raise ValueError(f"task must be the icl task, got {getattr(task, 'name', type(task).__name__)!r}")
+    n_samples = check_int("n_samples", n_samples, minimum=2)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    sums = {name: torch.zeros(task.N, dtype=torch.float64) for name in predictors}
+    squares = {name: torch.zeros(task.N, dtype=torch.float64) for name in predictors}
+    generator = torch.Generator().manual_seed(seed)
+    done = 0
+    with torch.no_grad():
+        while done < n_samples:
+            m = min(batch_size, n_samples - done)
+            raw = task.sample(m, generator)
+            for name, predictor in predictors.items():
+                device = next(predictor.parameters()).device if isinstance(predictor, torch.nn.Module) else "cpu"
+                batch = raw.to(device, torch.float32 if isinstance(predictor, torch.nn.Module) else torch.float64)
+                errors = task.error_by_position(predictor(batch).to("cpu", torch.float64), raw.target)  # (m, N)
+                sums[name] += errors.sum(dim=0)
+                squares[name] += errors.pow(2).sum(dim=0)
+            done += m
+    curves = {}
+    for name in predictors:
+        mean = sums[name] / n_samples  # (N,)
+        variance = (squares[name] / n_samples - mean.pow(2)).clamp_min(0.0) * n_samples / (n_samples - 1)
+        curves[name] = {
+            "examples": list(range(task.N)),
+            "error": mean.tolist(),
+            "stderr": (variance / n_samples).sqrt().tolist(),
+        }
+    return curves
+
+
+def analyze_run(out_dir: Path, n_samples: int = 100_000, seed: int = 12345) -> dict[str, Any]:
+    """Analyse a run directory: attention layers and, for Theorem 2's task, trained error vs bound.
+
+    Args:
+        out_dir: a run directory of `experiments.training.loop.train`.
+        n_samples: Monte Carlo samples for the error estimate.
+        seed: evaluation sampler seed.
+
+    Returns:
+        dict with "run" (config summary), "layers" (per layer: sum and per-head summaries) and optionally "theorem2".
+    """
+    from experiments.training.loop import load_trained_model
+
+    config, task, model = load_trained_model(Path(out_dir))
+    report: dict[str, Any] = {
+        "run": {
+            "out": str(out_dir),
+            "task": config.task,
+            "model": config.model,
+            "d": config.d,
+            "N": config.N,
+            "rank": config.rank,
+            "heads": config.heads,
+            "layers": config.layers,
+        },
+        "layers": [analyze_layer(layer) for layer in attention_layers(model)],
+    }
+    if theorem2_applicable(config):
+        report["theorem2"] = trained_vs_bound(config, task, model, n_samples=n_samples, seed=seed)
+    if config.task == "icl":
+        from experiments.tasks import AveragingBaseline, LeastSquaresBaseline
+
+        predictors = {"model": model, "least_squares": LeastSquaresBaseline(), "averaging": AveragingBaseline()}
+        report["icl"] = icl_error_curves(predictors, task, n_samples=min(n_samples, 20_000), seed=seed)
+    return report

@@ -1,0 +1,78 @@
+"""`attnrank sweep PRESET --scale S --out DIR`: run one experiment of the paper as a resumable sweep."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from experiments.cli.output import emit
+from experiments.sweeps.backends import BACKENDS
+from experiments.sweeps.presets import PRESETS, get_preset
+from experiments.sweeps.runner import run_sweep
+
+
+def _overrides(items: list[str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set expects KEY=VALUE (a TrainConfig field), got {item!r}")
+        try:
+            values[key] = json.loads(text)
+        except json.JSONDecodeError:
+            values[key] = text
+    return values
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    listing = "; ".join(f"{name}: {p.description} (scales {', '.join(p.scales)})" for name, p in PRESETS.items())
+    parser = subparsers.add_parser(
+        "sweep",
+        help="run a paper experiment as a resumable sweep (results in DIR/results.sqlite)",
+        description="Run every run of PRESET at --scale into --out: one row per run in --out/results.sqlite keyed "
+        "by the hash of its resolved config, one directory per run in --out/runs/<hash>/. Re-running the same "
+        "command skips finished runs and resumes unfinished ones from their checkpoints; a killed sweep loses no "
+        f"finished result. Presets: {listing}.",
+    )
+    parser.add_argument("preset", metavar="PRESET", help=f"one of: {', '.join(PRESETS)}")
+    parser.add_argument("--scale", default="quick", help="quick (minutes on 2 CPU cores), cpu (hours), paper (GPU)")
+    parser.add_argument("--out", required=True, type=Path, help="sweep directory")
+    parser.add_argument("--backend", default="local", choices=BACKENDS, help="default %(default)s")
+    parser.add_argument("--workers", type=int, default=None, help="local worker processes (default: os.cpu_count())")
+    parser.add_argument("--address", default=None, help="Ray cluster address (backend ray; default: start one)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a TrainConfig field in every training run (JSON value), e.g. --set steps=10000; repeatable",
+    )
+    parser.add_argument(
+        "--batch-seeds",
+        action="store_true",
+        help="train runs that differ only in seed together in one process (stacked parameters; for GPUs)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    preset = get_preset(args.preset)
+    preset.runs(args.scale)  # validates the scale before anything is written
+    summary = run_sweep(
+        args.preset,
+        args.scale,
+        args.out,
+        backend=args.backend,
+        workers=args.workers,
+        address=args.address,
+        overrides=_overrides(args.set),
+        progress=not args.no_progress,
+        batch_seeds=args.batch_seeds,
+    )
+    summary["seconds"] = round(summary["seconds"], 3)
+    emit(summary, as_json=args.json, title=None if args.json else f"sweep {args.preset} ({args.scale}) -> {args.out}")
+    return 1 if summary["failed"] else 0

@@ -1,0 +1,65 @@
+"""`attnrank construct random-features --d D --heads H --seed S --out FILE`: random rank-1 heads, V_h = a_h I."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from constructions.random_features import (
+    DISTRIBUTIONS,
+    attention_weights_of,
+    construct_random_features,
+    random_features_metadata,
+)
+from constructions.weights_io import save_weights
+from experiments.cli.output import emit
+from theory.validation import check_dimension, check_heads, check_int
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "random-features",
+        help="H random rank-1 hardmax heads with optimal output weights (paper, section 7)",
+        description="Draw H rank-1 hardmax heads (unit q_h, k_h; by default cos angle(q_h, k_h) uniform on [-1, 1]) "
+        "and solve C a = b for the output weights V_h = a_h I that minimise the D_2 (N = 2) nearest-neighbour error. "
+        "predicted_error is the exact error a^T C a - 2 a^T b + 1 of the weights written (= 1 - b^T C^{-1} b).",
+    )
+    parser.add_argument("--d", type=int, required=True, help="dimension d >= 2")
+    parser.add_argument("--heads", type=int, required=True, help="number of heads H >= 1 (memory ~ 8 H^2 bytes)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of numpy.random.default_rng (>= 0)")
+    parser.add_argument(
+        "--distribution", choices=DISTRIBUTIONS, default="uniform-cosine", help="how (q_h, k_h) are drawn"
+    )
+    parser.add_argument("--out", required=True, help="output .safetensors file")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    d = check_dimension(args.d)
+    heads = check_heads(args.heads, name="heads")
+    seed = check_int("seed", args.seed, minimum=0)
+    construction = construct_random_features(d, heads, np.random.default_rng(seed), args.distribution)
+    metadata = random_features_metadata(construction, seed)
+    tensors = attention_weights_of(construction.q, construction.k, construction.weights.a)
+    path = save_weights(args.out, tensors, metadata)
+    emit(
+        {
+            "construction": "random-features",
+            "path": str(path),
+            "d": d,
+            "r": 1,
+            "H": heads,
+            "N": 2,
+            "temperature": metadata["temperature"],
+            "distribution": args.distribution,
+            "seed": seed,
+            "predicted_error": construction.predicted_error,
+            "solver": construction.weights.method,
+            "weight_norm": float(np.linalg.norm(construction.weights.a)),
+        },
+        as_json=args.json,
+        title="Random rank-1 heads with optimal output weights",
+    )
+    return 0

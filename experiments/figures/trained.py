@@ -1,0 +1,111 @@
+"""Figure: trained one-layer error against Theorem 2's lower bound, one curve per rank.
+
+Reads trained-vs-bound records (the "theorem2" entry that `attnrank analyze` writes to DIR/analysis.json, or the same
+dictionaries built in memory) and draws, for each rank r, the bound rank_lower_bound(d, r, H) as a function of the
+head count H and the trained errors at their H with 4-standard-error bars. A point below its rank's curve would
+contradict the theorem.
+
+    python -m experiments.figures.trained RUN_DIR [RUN_DIR ...] --out FIGURE.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from theory.bounds import rank_lower_bound  # noqa: E402
+from theory.monte_carlo import DEFAULT_Z  # noqa: E402
+
+REQUIRED = ("d", "r", "H", "error", "error_stderr")
+
+
+def records_from_runs(run_dirs: Iterable[Path]) -> list[dict[str, Any]]:
+    """The "theorem2" records of analysed run directories (run `attnrank analyze DIR` first)."""
+    records = []
+    for run_dir in run_dirs:
+        path = Path(run_dir) / "analysis.json"
+        if not path.exists():
+            raise ValueError(f"{path} not found; run `attnrank analyze {run_dir}` first")
+        report = json.loads(path.read_text(encoding="utf-8"))
+        if "theorem2" not in report:
+            raise ValueError(f"{path}: the run is not on Theorem 2's task (nearest, N = 2, orthonormal keys, 1 layer)")
+        records.append(report["theorem2"])
+    return records
+
+
+def plot_trained_vs_bound(records: Sequence[Mapping[str, Any]], path: Path, *, max_heads: int | None = None) -> Path:
+    """Draw trained errors (with 4 s.e. bars) and the bound curves H -> rank_lower_bound(d, r, H), per rank.
+
+    Args:
+        records: dicts with d, r, H, error, error_stderr (one d for all).
+        path: output image file.
+        max_heads: right end of the H axis (default: 4 times the largest H among the records).
+
+    Returns:
+        the path written.
+    """
+    if not records:
+        raise ValueError("records must hold at least one trained-vs-bound record")
+    for record in records:
+        missing = [k for k in REQUIRED if k not in record]
+        if missing:
+            raise ValueError(f"record {dict(record)} is missing {', '.join(missing)}")
+    dims = {int(r["d"]) for r in records}
+    if len(dims) != 1:
+        raise ValueError(f"records must share one dimension d, got {sorted(dims)}")
+    d = dims.pop()
+    top = max_heads or 4 * max(int(r["H"]) for r in records)
+    grid = np.unique(np.geomspace(1, top, 24).round().astype(int))  # (n_grid,) head counts
+    figure, axis = plt.subplots(figsize=(6.0, 4.0))
+    for index, rank in enumerate(sorted({int(r["r"]) for r in records})):
+        colour = f"C{index % 10}"
+        bound = [rank_lower_bound(d, rank, int(h)).lower for h in grid]
+        axis.plot(grid, bound, color=colour, label=f"bound r = {rank}")
+        points = [r for r in records if int(r["r"]) == rank]
+        axis.errorbar(
+            [int(p["H"]) for p in points],
+            [float(p["error"]) for p in points],
+            yerr=[DEFAULT_Z * float(p["error_stderr"]) for p in points],
+            fmt="o",
+            color=colour,
+            capsize=3,
+            label=f"trained r = {rank}",
+        )
+    axis.set_xscale("log")
+    axis.set_xlabel("heads H")
+    axis.set_ylabel("E ||f - f*||^2 (nearest, N = 2, D_2)")
+    axis.set_title(f"Trained one-layer attention vs Theorem 2 bound, d = {d}")
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Trained error vs Theorem 2 bound, per rank")
+    parser.add_argument("run_dirs", nargs="+", type=Path, help="analysed run directories")
+    parser.add_argument("--out", type=Path, required=True, help="output image")
+    args = parser.parse_args(argv)
+    try:
+        print(plot_trained_vs_bound(records_from_runs(args.run_dirs), args.out))
+    except ValueError as exc:
+        print(f"figures_trained: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

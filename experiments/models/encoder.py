@@ -1,0 +1,257 @@
+"""The paper's transformer encoder (PAPER.md section 6).
+
+``torch.nn.TransformerEncoder`` with post-norm layers, each LayerNorm replaced by L2 normalisation times a learned
+scalar (`L2Norm`), a ReLU feed-forward block of width ``ffn_dim`` (2048 in the paper), dropout 0, biases, and the
+attention of `experiments.models.attention.RankedMultiheadAttention` (c averaged blocks of d / r heads of rank r).
+One layer maps x (B, N, D) to
+
+    h   = norm1(x + attn(x)),
+    out = norm2(h + W_2 relu(W_1 h + b_1) + b_2).
+
+Positional encodings (learned, one row per position, ``max_length`` rows):
+- "none": the tokens go in unchanged (the paper's main experiments);
+- "additive": row i of a (max_length, d) table is added to token i;
+- "concat": row i of a (max_length, p) table is appended to token i, so the layers work in width D = d + p
+  (the paper's appendix uses p = 64, D = 128). The output is read back into R^d by ``readout``:
+  "linear" (default) applies a learned map R^D -> R^d initialised to [I_d | 0], i.e. it starts as "the first d
+  coordinates" and can learn to use or discard the scratch coordinates; "first" returns the first d coordinates.
+  The learned map is the default because the last L2Norm makes the whole D-vector have norm |scale|, so the first d
+  coordinates alone have a norm that depends on how much of it sits in the positional coordinates; the map (like the
+  ``readout`` of the theory transformer's weight files) removes that coupling.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from experiments.models.attention import RankedMultiheadAttention
+from theory.validation import check_choice, check_int, check_real
+
+POSITIONAL_KINDS = ("none", "additive", "concat")
+READOUT_KINDS = ("linear", "first")
+
+
+class L2Norm(nn.Module):
+    """x -> scale * x / ||x|| over the last axis, with one learned scalar ``scale`` (replaces LayerNorm).
+
+    Args:
+        init_scale: initial value of the scalar (1.0: outputs on the unit sphere, like the data).
+        eps: the norm is clamped below at eps (as torch.nn.functional.normalize).
+    """
+
+    def __init__(
+        self,
+        init_scale: float = 1.0,
+        eps: float = 1e-12,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        self.init_scale = check_real("init_scale", init_scale)
+        self.eps = check_real("eps", eps, minimum=0.0, strict_minimum=True)
+        self.scale = nn.Parameter(torch.full((), self.init_scale, device=device, dtype=dtype))
+
+    def reset_parameters(self) -> None:
+        with torch.no_grad():
+            self.scale.fill_(self.init_scale)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Args: x (..., D). Returns: (..., D), each row of norm |scale|."""
+        return self.scale * F.normalize(x, dim=-1, eps=self.eps)
+
+
+class PaperEncoderLayer(nn.Module):
+    """One post-norm encoder layer: L2Norm(x + attention(x)), then L2Norm(h + FFN(h)).
+
+    Args:
+        d_model: token width D.
+        rank, width, heads, value, attention, temperature, causal, score_scale, hardmax_gradient: passed to
+            `RankedMultiheadAttention`.
+        ffn_dim: hidden width of the ReLU feed-forward block (>= 1).
+        bias: biases in the attention and the feed-forward block.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        rank: int,
+        width: int = 1,
+        heads: int | None = None,
+        value: str = "standard",
+        attention: str = "softmax",
+        temperature: float = 1.0,
+        ffn_dim: int = 2048,
+        bias: bool = True,
+        causal: bool = False,
+        score_scale: float | None = None,
+        hardmax_gradient: str = "none",
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        ffn_dim = check_int("ffn_dim", ffn_dim, minimum=1)
+        self.self_attn = RankedMultiheadAttention(
+            d_model,
+            rank,
+            width=width,
+            heads=heads,
+            value=value,
+            attention=attention,
+            temperature=temperature,
+            bias=bias,
+            causal=causal,
+            score_scale=score_scale,
+            hardmax_gradient=hardmax_gradient,
+            device=device,
+            dtype=dtype,
+        )
+        # Names as in nn.TransformerEncoderLayer, so its weights map one to one.
+        self.linear1 = nn.Linear(d_model, ffn_dim, bias=bias, device=device, dtype=dtype)
+        self.linear2 = nn.Linear(ffn_dim, d_model, bias=bias, device=device, dtype=dtype)
+        self.norm1 = L2Norm(device=device, dtype=dtype)
+        self.norm2 = L2Norm(device=device, dtype=dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Args: x (B, N, D). Returns: (B, N, D)."""
+        h = self.norm1(x + self.self_attn(x))  # (B, N, D)
+        return self.norm2(h + self.linear2(F.relu(self.linear1(h))))  # (B, N, D)
+
+    @torch.no_grad()
+    def load_torch_layer(self, layer: nn.TransformerEncoderLayer) -> None:
+        """Copy the attention and feed-forward weights of an nn.TransformerEncoderLayer with H r = d (c = 1).
+
+        Args:
+            layer: the torch layer (its norms are copied too when they are `L2Norm` modules).
+        """
+        self.self_attn.load_torch_blocks([layer.self_attn])
+        for name in ("linear1", "linear2"):
+            mine, theirs = getattr(self, name), getattr(layer, name)
+            if mine.weight.shape != theirs.weight.shape:
+                raise ValueError(f"{name} shapes differ: {tuple(mine.weight.shape)} vs {tuple(theirs.weight.shape)}")
+            mine.weight.copy_(theirs.weight)
+            if mine.bias is not None:
+                mine.bias.copy_(theirs.bias)
+        for name in ("norm1", "norm2"):
+            theirs = getattr(layer, name)
+            if isinstance(theirs, L2Norm):
+                getattr(self, name).scale.copy_(theirs.scale)
+
+
+class PaperEncoder(nn.Module):
+    """The paper's encoder: optional learned positional encodings, L `PaperEncoderLayer`s, readout to R^d.
+
+    Args:
+        d: token dimension of inputs and outputs.
+        rank: query/key rank r of every head.
+        layers: number of layers L (>= 1).
+        width: c, averaged standard blocks per layer (H = c D / r).
+        heads: explicit head count per layer (overrides width).
+        value, attention, temperature, ffn_dim, bias, causal, score_scale, hardmax_gradient: per layer, see
+            `PaperEncoderLayer`.
+        positional: "none", "additive" or "concat" (see the module docstring).
+        positional_dim: p, width of concatenated encodings (>= 1 for "concat", 0 otherwise).
+        max_length: number of learned positions (needed unless positional == "none"); inputs may have N <= it.
+        readout: "linear" or "first" (only for "concat").
+    """
+
+    def __init__(
+        self,
+        d: int,
+        rank: int,
+        layers: int = 1,
+        width: int = 1,
+        heads: int | None = None,
+        value: str = "standard",
+        attention: str = "softmax",
+        temperature: float = 1.0,
+        ffn_dim: int = 2048,
+        bias: bool = True,
+        causal: bool = False,
+        score_scale: float | None = None,
+        hardmax_gradient: str = "none",
+        positional: str = "none",
+        positional_dim: int = 0,
+        max_length: int | None = None,
+        readout: str = "linear",
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        self.d = check_int("d", d, minimum=1)
+        self.num_layers = check_int("layers", layers, minimum=1)
+        self.positional = check_choice("positional", positional, POSITIONAL_KINDS)
+        self.readout_kind = check_choice("readout", readout, READOUT_KINDS)
+        if self.positional == "concat":
+            self.positional_dim = check_int("positional_dim", positional_dim, minimum=1)
+        else:
+            self.positional_dim = check_int("positional_dim", positional_dim, minimum=0, maximum=0)
+        if self.positional == "none":
+            self.max_length = None if max_length is None else check_int("max_length", max_length, minimum=1)
+        else:
+            if max_length is None:
+                raise ValueError(f"max_length must be an integer >= 1 for positional={self.positional!r}, got None")
+            self.max_length = check_int("max_length", max_length, minimum=1)
+        self.d_model = self.d + self.positional_dim
+        self.position_table: nn.Parameter | None = None
+        if self.positional != "none":
+            assert self.max_length is not None
+            cols = self.d if self.positional == "additive" else self.positional_dim
+            self.position_table = nn.Parameter(
+                torch.empty(self.max_length, cols, device=device, dtype=dtype)
+            )  # (max_length, .)
+        self.layers = nn.ModuleList(
+            PaperEncoderLayer(
+                self.d_model,
+                rank,
+                width=width,
+                heads=heads,
+                value=value,
+                attention=attention,
+                temperature=temperature,
+                ffn_dim=ffn_dim,
+                bias=bias,
+                causal=causal,
+                score_scale=score_scale,
+                hardmax_gradient=hardmax_gradient,
+                device=device,
+                dtype=dtype,
+            )
+            for _ in range(self.num_layers)
+        )
+        self.readout: nn.Linear | None = None
+        if self.positional == "concat" and self.readout_kind == "linear":
+            self.readout = nn.Linear(self.d_model, self.d, bias=False, device=device, dtype=dtype)
+        self.reset_positional(None)
+
+    @torch.no_grad()
+    def reset_positional(self, generator: torch.Generator | None = None) -> None:
+        """Positional table ~ N(0, 0.02^2) (GPT-2's choice); linear readout = [I_d | 0]."""
+        if self.position_table is not None:
+            self.position_table.normal_(0.0, 0.02, generator=generator)
+        if self.readout is not None:
+            self.readout.weight.zero_()
+            self.readout.weight[:, : self.d].copy_(torch.eye(self.d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Args: x (B, N, d). Returns: (B, N, d)."""
+        if x.dim() != 3 or x.shape[2] != self.d:
+            raise ValueError(f"x must have shape (B, N, {self.d}), got {tuple(x.shape)}")
+        B, N, _ = x.shape
+        if self.max_length is not None and N > self.max_length:
+            raise ValueError(f"the sequence length N must be <= max_length = {self.max_length}, got {N}")
+        if self.positional == "additive":
+            assert self.position_table is not None
+            x = x + self.position_table[:N]  # (B, N, d)
+        elif self.positional == "concat":
+            assert self.position_table is not None
+            codes = self.position_table[:N].unsqueeze(0).expand(B, N, self.positional_dim)  # (B, N, p)
+            x = torch.cat([x, codes], dim=-1)  # (B, N, d + p)
+        for layer in self.layers:
+            x = layer(x)  # (B, N, D)
+        if self.positional != "concat":
+            return x
+        if self.readout is not None:
+            return self.readout(x)  # (B, N, d)
+        return x[..., : self.d]  # (B, N, d)

@@ -1,0 +1,202 @@
+"""Build the model of a training config (`experiments.models.encoder`, `.gpt2`, `.theory_model`).
+
+Every model built here is a :class:`TaskModel`: ``model(batch) -> predictions`` shaped like ``batch.target``, the
+same interface as the baselines of `experiments.tasks`, so training, evaluation and analysis treat them alike.
+
+- ``model="encoder"``: the paper's post-norm encoder (`PaperEncoder`) on the task's token sequence; the task reads the
+  answer off the outputs (query tasks: the query token; farthest: every token). For ``icl`` a learned linear map
+  R^d -> R (Garg et al.'s read-out) is applied to the encoder outputs and the encoder is causal.
+- ``model="gpt2"``: a GPT-2-style pre-norm backbone (`experiments.models.gpt2`) of width ``embed_dim`` with learned
+  positions, the in-context regression experiment's model (the encoder's L2 norms erase the y-tokens' magnitudes).
+- ``model="theory"``: the query-to-context theory model (`TheoryModel`), fed (context, query) directly; on the
+  farthest task every token is a query over the whole context. ``init`` loads a construction weight file into it
+  (`experiments.models.from_weights`), after checking that the file matches the config.
+
+Hardmax attention is trained with the straight-through softmax gradient at the config's temperature (the hardmax
+itself has zero derivative almost everywhere).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+
+from constructions.weights_io import WeightFileError, load_weights
+from experiments.models.encoder import PaperEncoder
+from experiments.models.from_weights import theory_model_from_file
+from experiments.models.gpt2 import GPT2Backbone
+from experiments.models.theory_model import TheoryModel
+from experiments.tasks import Batch, Task
+
+if TYPE_CHECKING:
+    from experiments.training.loop import TrainConfig
+
+
+class TaskModel(nn.Module):
+    """A network together with the way a task feeds it and reads its answer.
+
+    Args:
+        task: the task whose batches the model answers.
+        network: the torch module (encoder, GPT-2 backbone or theory model).
+        kind: "encoder" (any sequence model: tokens in, per-token outputs out) or "theory".
+        head: optional extra read-out module applied to the encoder outputs (icl: R^d -> R).
+    """
+
+    def __init__(self, task: Task, network: nn.Module, kind: str, head: nn.Module | None = None) -> None:
+        super().__init__()
+        self.task = task
+        self.network = network
+        self.kind = kind
+        self.head = head
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        """Predictions for a batch, shaped like ``batch.target``."""
+        if self.kind == "encoder":
+            outputs = self.network(batch.tokens)  # (B, T, d)
+            if self.head is not None:
+                outputs = self.head(outputs)  # (B, T, 1)
+            return self.task.readout(outputs)
+        if self.task.query_task:
+            assert batch.query is not None
+            return self.network(batch.context, batch.query)  # (B, d)
+        # Self-attention form (farthest): every token is a query over the whole context.
+        X = batch.context  # (B, N, d)
+        B, N, d = X.shape
+        contexts = X.unsqueeze(1).expand(B, N, N, d).reshape(B * N, N, d)  # (B N, N, d): row (b, i) = sample b
+        return self.network(contexts, X.reshape(B * N, d)).reshape(B, N, d)  # (B, N, d)
+
+
+def build_encoder(config: TrainConfig, task: Task) -> TaskModel:
+    """The paper's encoder for ``config`` (positional table sized to the task's sequence length)."""
+    network = PaperEncoder(
+        config.d,
+        config.rank,
+        layers=config.layers,
+        width=config.width,
+        value=config.value,
+        attention=config.attention,
+        temperature=config.temperature,
+        ffn_dim=config.ffn_dim,
+        causal=task.causal,
+        hardmax_gradient="straight-through" if config.attention == "hardmax" else "none",
+        positional=config.positional,
+        positional_dim=config.positional_dim,
+        max_length=task.sequence_length if config.positional != "none" else None,
+    )
+    head = nn.Linear(config.d, 1) if task.name == "icl" else None
+    return TaskModel(task, network, "encoder", head)
+
+
+def build_gpt2(config: TrainConfig, task: Task) -> TaskModel:
+    """The GPT-2-style backbone (`models.gpt2`): width embed_dim, read-out to R (icl) or R^d (other tasks)."""
+    network = GPT2Backbone(
+        d_in=config.d,
+        d_out=1 if task.name == "icl" else config.d,
+        d_model=config.embed_dim,
+        rank=config.rank,
+        layers=config.layers,
+        width=config.width,
+        ffn_dim=config.ffn_dim,
+        max_length=task.sequence_length,
+        causal=task.causal,
+    )
+    return TaskModel(task, network, "encoder")
+
+
+def theory_network(config: TrainConfig) -> TheoryModel:
+    """A fresh `TheoryModel` for ``config``.
+
+    One layer is plain H-head attention (no residual: f(X, y) = sum_h sum_i w_hi V_h x_i, the generalized-attention
+    class of Theorem 2); more layers keep the residual streams of theory/multilayer.py. Scores are
+    temperature * <Q_h s_q, K_h s_i> (score scale 1, the theory's convention); "concat" positional encodings become
+    the model's p = positional_dim scratch coordinates.
+    """
+    if config.positional == "additive":
+        raise ValueError("positional must be 'none' or 'concat' for the theory model (it has no additive encodings)")
+    hardmax = config.attention == "hardmax"
+    p = config.positional_dim
+    return TheoryModel(
+        config.d,
+        config.rank,
+        config.heads,
+        layers=config.layers,
+        positional_dim=p,
+        context_length=config.N if p > 0 else None,
+        temperature=math.inf if hardmax else config.temperature,
+        update="query",
+        residual=config.layers > 1,
+        value=config.value,
+        score_scale=1.0,
+        hardmax_gradient="straight-through" if hardmax else "none",
+        surrogate_temperature=config.temperature,
+    )
+
+
+def theory_network_from_file(config: TrainConfig) -> TheoryModel:
+    """The `TheoryModel` holding the weight file ``config.init``, refused unless the file matches the config.
+
+    The file fixes d, r, heads per layer, layers, temperature (inf = hardmax), and for positional layouts N and p;
+    each must agree with the config, and the error names the first that does not.
+    """
+    assert config.init is not None
+    try:
+        weights = load_weights(config.init)
+    except WeightFileError as exc:
+        raise ValueError(f"init weight file refused: {exc}") from exc
+    meta = weights.metadata
+    heads = weights.layer_heads
+    layers = int(meta.get("L", 1))
+    temperature = weights.temperature
+    checks = [
+        ("d", int(meta["d"]), config.d),
+        ("rank", int(meta["r"]), config.rank),
+        ("layers", layers, config.layers),
+        ("heads per layer", heads, [config.heads] * config.layers),
+        ("attention", "hardmax" if math.isinf(temperature) else "softmax", config.attention),
+    ]
+    if not math.isinf(temperature):
+        checks.append(("temperature", temperature, config.temperature))
+    p = int(meta.get("p", 0))
+    checks.append(("positional_dim", p, config.positional_dim))
+    if "N" in meta and (weights.layout == "multi-layer" or "score_bias" in weights.tensors):
+        file_n = int(meta["N"])
+        if config.N > file_n:
+            raise ValueError(
+                f"init weight file {config.init}: N = {config.N} is larger than the file's positional table "
+                f"(N = {file_n})"
+            )
+        checks.append(("N", file_n, config.N))
+    for name, in_file, in_config in checks:
+        if in_file != in_config:
+            raise ValueError(
+                f"init weight file {config.init} does not match the config: {name} is {in_file} in the "
+                f"file but {in_config} in the config"
+            )
+    hardmax = config.attention == "hardmax"
+    return theory_model_from_file(
+        weights,
+        value=config.value,
+        hardmax_gradient="straight-through" if hardmax else "none",
+        surrogate_temperature=config.temperature,
+        dtype=torch.float32,
+    )
+
+
+def build_theory(config: TrainConfig, task: Task) -> TaskModel:
+    """The query-to-context theory model for ``config``, or loaded from ``config.init``."""
+    network = theory_network_from_file(config) if config.init is not None else theory_network(config)
+    return TaskModel(task, network, "theory")
+
+
+def build_model(config: TrainConfig, task: Task) -> TaskModel:
+    """The model of a training config (parameters drawn from torch's global RNG; the caller seeds it)."""
+    if config.init is not None and config.model != "theory":
+        raise ValueError("init weight files load into the theory model; use model='theory' with init")
+    if config.model == "encoder":
+        return build_encoder(config, task)
+    if config.model == "gpt2":
+        return build_gpt2(config, task)
+    return build_theory(config, task)

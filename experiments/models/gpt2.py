@@ -1,0 +1,97 @@
+"""A GPT-2-style pre-norm transformer with rank-r heads, the backbone of the in-context regression experiment.
+
+PAPER.md section 6 ("In-context linear regression", Garg et al. 2022) trains a GPT-2-style model. Unlike the paper's
+post-norm encoder (`models.encoder`), whose L2 normalisation after every residual sum rescales each token to a
+learned constant norm, this model keeps magnitudes in its residual stream, which regression on y_i = <w, x_i> needs:
+in the encoder a y-token (y_i, 0, ..., 0) becomes (sign y_i, 0, ..., 0) times a constant after the first norm.
+
+Structure (Garg et al.'s set-up, with our `RankedMultiheadAttention` so that rank and head count are independent):
+
+    h_0 = W_in x_t + p_t                      (read-in R^d -> R^D, learned absolute positions p_t)
+    h'  = h + attn(LN_1(h))                   (per layer; H = c D / r heads of rank r, causal for causal tasks)
+    h'' = h' + W_2 gelu(W_1 LN_2(h') + b_1) + b_2
+    out = W_out LN_f(h_L)                     (read-out R^D -> R^{d_out})
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from experiments.models.attention import RankedMultiheadAttention
+from theory.validation import check_int
+
+
+class PreNormBlock(nn.Module):
+    """One GPT-2 block: x + attn(LN(x)), then + MLP(LN(.)) with a GELU hidden layer of width ``ffn_dim``.
+
+    Args:
+        d_model: residual width D.  rank, width: heads of rank r, H = width * D / rank.
+        ffn_dim: MLP hidden width.  causal: mask attention to earlier positions.
+    """
+
+    def __init__(self, d_model: int, rank: int, width: int, ffn_dim: int, causal: bool) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d_model)
+        self.attn = RankedMultiheadAttention(d_model, rank, width=width, causal=causal)
+        self.ln_2 = nn.LayerNorm(d_model)
+        self.mlp_in = nn.Linear(d_model, ffn_dim)
+        self.mlp_out = nn.Linear(ffn_dim, d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Args: x (B, T, D). Returns: (B, T, D)."""
+        h = x + self.attn(self.ln_1(x))  # (B, T, D)
+        return h + self.mlp_out(F.gelu(self.mlp_in(self.ln_2(h))))  # (B, T, D)
+
+
+class GPT2Backbone(nn.Module):
+    """Read-in, learned positions, ``layers`` pre-norm blocks, final LayerNorm and read-out.
+
+    Args:
+        d_in: token width d of the task.  d_out: output width per token (1 for icl's scalar prediction).
+        d_model: residual width D (Garg et al.: 256).  rank: head rank r (must divide D).
+        layers: number of blocks (Garg et al.: 12).  width: c, H = c D / r heads per block.
+        ffn_dim: MLP hidden width (GPT-2: 4 D).  max_length: number of learned positions (>= sequence length).
+        causal: causal attention mask.
+    """
+
+    def __init__(
+        self,
+        d_in: int,
+        d_out: int,
+        d_model: int,
+        rank: int,
+        layers: int,
+        width: int,
+        ffn_dim: int,
+        max_length: int,
+        causal: bool,
+    ) -> None:
+        super().__init__()
+        self.d_in = check_int("d_in", d_in, minimum=1)
+        self.d_out = check_int("d_out", d_out, minimum=1)
+        self.d_model = check_int("d_model", d_model, minimum=1)
+        check_int("layers", layers, minimum=1)
+        self.max_length = check_int("max_length", max_length, minimum=1)
+        self.read_in = nn.Linear(d_in, d_model)
+        self.positions = nn.Embedding(max_length, d_model)
+        nn.init.normal_(self.positions.weight, std=0.02)  # GPT-2's initialisation of the position table
+        self.blocks = nn.ModuleList(
+            PreNormBlock(d_model, rank, width=width, ffn_dim=ffn_dim, causal=causal) for _ in range(layers)
+        )
+        self.ln_f = nn.LayerNorm(d_model)
+        self.read_out = nn.Linear(d_model, d_out)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Args: tokens (B, T, d_in) with T <= max_length. Returns: (B, T, d_out)."""
+        if tokens.ndim != 3 or tokens.shape[-1] != self.d_in:
+            raise ValueError(f"tokens must have shape (B, T, {self.d_in}), got {tuple(tokens.shape)}")
+        T = tokens.shape[1]
+        if T > self.max_length:
+            raise ValueError(f"sequence length must be <= max_length = {self.max_length}, got {T}")
+        index = torch.arange(T, device=tokens.device)  # (T,)
+        h = self.read_in(tokens) + self.positions(index)[None]  # (B, T, D): read-in plus positions broadcast over B
+        for block in self.blocks:
+            h = block(h)  # (B, T, D)
+        return self.read_out(self.ln_f(h))  # (B, T, d_out)

@@ -1,0 +1,114 @@
+"""`attnrank check`: run every paper check and write the claim table to `reports/check.md`.
+
+The checks are the pytest modules of `paper_checks/` (one per claim). They run in a child pytest process whose
+recorder (paper_checks/conftest.py) writes one JSON row per check; this module turns the rows into a Markdown table
+(claim, status, measured value, reference or bound, seconds), prints it and writes it to disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PAPER_CHECKS_DIR = REPO_ROOT / "paper_checks"
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """One row of the claim table."""
+
+    claim: str
+    module: str
+    status: str
+    measured: str
+    reference: str
+    seconds: float
+    failure: str = ""
+
+
+def run_checks(
+    *,
+    full: bool,
+    report_dir: Path,
+    extra_pytest_args: list[str] | None = None,
+    checks_dir: Path = PAPER_CHECKS_DIR,
+) -> list[ClaimResult]:
+    """Run `pytest paper_checks/` (without `slow` checks unless ``full``) and return one result per check."""
+    if not checks_dir.is_dir():
+        raise FileNotFoundError(
+            f"paper checks not found at {checks_dir}; run attnrank check from a source checkout "
+            '(pip install -e ".[dev]")'
+        )
+    report_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        rows_path = Path(scratch) / "claims.jsonl"
+        env = dict(os.environ)
+        env["ATTNRANK_CLAIMS_REPORT"] = str(rows_path)
+        env["ATTNRANK_CHECK_MODE"] = "full" if full else "quick"
+        env["ATTNRANK_REPORT_DIR"] = str(report_dir.resolve())
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(checks_dir),
+            "-m",
+            "" if full else "not slow",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *(extra_pytest_args or []),
+        ]
+        subprocess.run(command, cwd=checks_dir.parent, env=env, check=False)
+        if not rows_path.exists():
+            raise RuntimeError("the paper checks produced no results (pytest failed before running any check)")
+        rows = [json.loads(line) for line in rows_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        ClaimResult(
+            claim=row["claim"],
+            module=row["module"],
+            status=row["status"],
+            measured=row.get("measured", ""),
+            reference=row.get("reference", ""),
+            seconds=float(row.get("seconds", 0.0)),
+            failure=row.get("failure", ""),
+        )
+        for row in rows
+    ]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def format_table(results: list[ClaimResult], *, mode: str, wall_seconds: float) -> str:
+    """The Markdown report: a header line, the claim table, and the failures (if any) spelled out."""
+    passed = sum(r.status == "passed" for r in results)
+    lines = [
+        "# attnrank check",
+        "",
+        f"Mode: {mode}. {passed} of {len(results)} checks passed in {wall_seconds:.1f} s "
+        f"({time.strftime('%Y-%m-%d %H:%M:%S %Z')}).",
+        "",
+        "| claim | status | measured | reference / bound | seconds |",
+        "|---|---|---|---|---|",
+    ]
+    for r in sorted(results, key=lambda r: (r.module, r.claim)):
+        status = {"passed": "PASS", "failed": "FAIL", "skipped": "skip"}.get(r.status, r.status)
+        lines.append(f"| {_cell(r.claim)} | {status} | {_cell(r.measured)} | {_cell(r.reference)} | {r.seconds:.2f} |")
+    failures = [r for r in results if r.status == "failed"]
+    if failures:
+        lines += ["", "## Failures", ""]
+        lines += [f"- `{r.module}`: {r.claim}: {r.failure}" for r in failures]
+    return "\n".join(lines) + "\n"
+
+
+def all_passed(results: list[ClaimResult]) -> bool:
+    """Exit status 0 requires at least one check and every check passing (skips count as not passing)."""
+    return bool(results) and all(r.status == "passed" for r in results)

@@ -1,0 +1,553 @@
+"""Sweep presets: every experiment of PAPER.md section 6 as a list of resolved run specs per scale.
+
+A preset names an experiment, its run specs at each scale, how its figure is drawn (`experiments.figures.sweeps`)
+and the paper's numbers to put beside ours (`experiments.reporting.sweep_report`). Scales:
+
+- ``quick``: minutes on 2 CPU cores; small d, short schedules; meant to show the qualitative finding only;
+- ``cpu``: hours on a laptop; intermediate sizes;
+- ``paper``: the paper's full schedule (d = 64, 100k steps, 5 seeds; a GPU is needed).
+
+Run specs are either a :class:`experiments.training.loop.TrainConfig` (kind "train", key = ``config_hash()``) or a
+:class:`RandomFeaturesSpec` (kind "random-features": no training, `constructions.random_features`). Both have
+``to_dict()`` and ``config_hash()``; :func:`spec_from_record` turns a stored (kind, dict) back into a spec.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import itertools
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from experiments.training.loop import TrainConfig
+from theory.validation import check_choice, check_dimension, check_int
+
+SCALES = ("quick", "cpu", "paper")
+"""Scales every paper preset offers (the plumbing preset ``smoke`` has only ``quick``)."""
+
+
+@dataclass(frozen=True)
+class RandomFeaturesSpec:
+    """One draw of random rank-1 hardmax heads with optimal output weights (PAPER.md section 6, random features).
+
+    Attributes:
+        d: dimension. head_counts: increasing head counts at which the nested prefix error is computed.
+        trial: index of the draw (the numpy seed is derived from (seed, d, trial)). seed: base seed.
+        distribution: head distribution of `constructions.random_features.sample_heads`.
+    """
+
+    d: int
+    head_counts: tuple[int, ...]
+    trial: int = 0
+    seed: int = 0
+    distribution: str = "uniform-cosine"
+
+    def __post_init__(self) -> None:
+        check_dimension(self.d, name="d")
+        counts = tuple(check_int("head_counts", h, minimum=1) for h in self.head_counts)
+        if not counts or any(b <= a for a, b in zip(counts, counts[1:], strict=False)):
+            raise ValueError(f"head_counts must be a non-empty strictly increasing sequence, got {self.head_counts!r}")
+        object.__setattr__(self, "head_counts", counts)
+        check_int("trial", self.trial, minimum=0)
+        check_int("seed", self.seed, minimum=0)
+
+    kind = "random-features"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["head_counts"] = list(self.head_counts)
+        return data
+
+    def config_hash(self) -> str:
+        text = json.dumps({"kind": self.kind, **self.to_dict()}, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+RunSpec = TrainConfig | RandomFeaturesSpec
+SPEC_KINDS = ("train", "random-features")
+
+
+def spec_kind(spec: RunSpec) -> str:
+    """ "train" or "random-features"."""
+    if isinstance(spec, TrainConfig):
+        return "train"
+    if isinstance(spec, RandomFeaturesSpec):
+        return "random-features"
+    raise ValueError(f"spec must be a TrainConfig or a RandomFeaturesSpec, got {type(spec).__name__}")
+
+
+def spec_from_record(kind: str, data: Mapping[str, Any]) -> RunSpec:
+    """Rebuild a run spec from its kind and ``to_dict()`` (validating)."""
+    check_choice("kind", kind, SPEC_KINDS)
+    if kind == "train":
+        return TrainConfig.from_dict(dict(data))
+    values = dict(data)
+    known = {"d", "head_counts", "trial", "seed", "distribution"}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown random-features key(s): {', '.join(unknown)} (allowed: {', '.join(sorted(known))})")
+    values["head_counts"] = tuple(values.get("head_counts", ()))
+    return RandomFeaturesSpec(**values)
+
+
+@dataclass(frozen=True)
+class PaperNumber:
+    """One published number (PAPER.md section 6) and the runs of ours it should be compared with.
+
+    Attributes:
+        label: the cell, in words.  value: the paper's value (low, high) (equal ends for a single number).
+        where: selector on run fields; the pseudo-field ``rank_class`` is "full" (r = d), "half" (r = d/2) or
+            "low" (r <= d/4).
+    """
+
+    label: str
+    value: tuple[float, float]
+    where: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A sweep: run specs per scale, the figure it draws, the paper's numbers and the qualitative claim.
+
+    Attributes:
+        name, description, figure: figure kind of `experiments.figures.sweeps`.  scales: scale -> spec builder.
+        paper: the published numbers (may be empty: figd has none).  claim: the qualitative finding, in words.
+        expected: scale -> expected runtime and outcome in words (docs/sweeps.md).
+    """
+
+    name: str
+    description: str
+    figure: str
+    scales: Mapping[str, Callable[[], list[RunSpec]]]
+    paper: tuple[PaperNumber, ...] = ()
+    claim: str = ""
+    expected: Mapping[str, str] = field(default_factory=dict)
+
+    def runs(self, scale: str) -> list[RunSpec]:
+        """The resolved run specs of ``scale`` (ValueError lists the allowed scales)."""
+        check_choice("scale", scale, tuple(self.scales))
+        specs = self.scales[scale]()
+        hashes = [s.config_hash() for s in specs]
+        if len(set(hashes)) != len(hashes):
+            raise ValueError(f"preset {self.name} scale {scale} has duplicate runs")
+        return specs
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Schedules per scale. quick: small models, 600 steps of 128 samples (~10-30 s per run on one CPU core);
+# cpu: d = 32 and 5000 steps; paper: the paper's 100k steps of 256 samples with FFN 2048.
+# --------------------------------------------------------------------------------------------------------------------
+
+QUICK = {"ffn_dim": 64, "steps": 600, "batch_size": 128, "log_every": 50, "checkpoint_every": 100, "device": "cpu"}
+CPU = {"ffn_dim": 256, "steps": 5000, "batch_size": 256, "log_every": 100, "checkpoint_every": 500}
+PAPER = {"ffn_dim": 2048, "steps": 100_000, "batch_size": 256, "log_every": 100, "checkpoint_every": 5000}
+
+
+def grid(base: Mapping[str, Any], **axes: Sequence[Any]) -> list[TrainConfig]:
+    """TrainConfigs of the Cartesian product of ``axes`` over ``base`` (later axes vary fastest).
+
+    An axis named ``rank_fraction`` gives the rank as d // value (so grids over d keep relative ranks).
+    """
+    names = list(axes)
+    configs = []
+    for values in itertools.product(*(axes[n] for n in names)):
+        data = dict(base)
+        data.update(zip(names, values, strict=False))
+        if "rank_fraction" in data:
+            data["rank"] = max(1, int(data["d"]) // int(data.pop("rank_fraction")))
+        configs.append(TrainConfig(**data))
+    return configs
+
+
+def divisors_pow2(d: int) -> tuple[int, ...]:
+    """Ranks d, d/2, ..., 1 (d a power of two), full rank first."""
+    ranks = []
+    r = d
+    while r >= 1:
+        ranks.append(r)
+        r //= 2
+    return tuple(ranks)
+
+
+FARTHEST = {"task": "farthest", "model": "encoder"}
+
+
+def _fig1(scale: str) -> list[RunSpec]:
+    if scale == "quick":
+        return list(
+            grid({**FARTHEST, **QUICK, "d": 16, "N": 8, "width": 1, "layers": 1}, rank=(16, 8, 4, 1), seed=(0, 1))
+        )
+    if scale == "cpu":
+        return list(
+            grid(
+                {**FARTHEST, **CPU, "d": 32, "N": 16},
+                layers=(1, 3),
+                width=(1, 8),
+                rank=divisors_pow2(32),
+                seed=(0, 1, 2),
+            )
+        )
+    return list(
+        grid(
+            {**FARTHEST, **PAPER, "d": 64, "N": 16},
+            layers=(1, 3, 5),
+            width=(1, 8, 64),
+            rank=divisors_pow2(64),
+            seed=(0, 1, 2, 3, 4),
+        )
+    )
+
+
+def _figN(scale: str) -> list[RunSpec]:
+    if scale == "quick":
+        return list(
+            grid({**FARTHEST, **QUICK, "d": 16, "layers": 1, "width": 1, "seed": 0}, N=(2, 4, 8, 16), rank=(16, 1))
+        )
+    if scale == "cpu":
+        return list(
+            grid({**FARTHEST, **CPU, "d": 32, "layers": 2, "width": 8}, N=(4, 16, 64), rank=(32, 16, 1), seed=(0, 1))
+        )
+    return list(
+        grid(
+            {**FARTHEST, **PAPER, "d": 64, "layers": 2, "width": 64},
+            N=(4, 16, 64, 256),
+            rank=(64, 32, 1),
+            seed=(0, 1, 2, 3, 4),
+        )
+    )
+
+
+def _figd(scale: str) -> list[RunSpec]:
+    if scale == "quick":
+        # lr 0.003 for 1000 steps: at lr 0.01 the d = 32 models fall to the zero predictor (loss 1.0) and stay there.
+        quick = {**QUICK, "lr": 0.003, "steps": 1000}
+        return list(
+            grid({**FARTHEST, **quick, "N": 8, "layers": 1, "width": 1, "seed": 0}, d=(8, 16, 32), rank_fraction=(1, 4))
+        )
+    if scale == "cpu":
+        return list(
+            grid(
+                {**FARTHEST, **CPU, "N": 16, "layers": 2, "width": 8},
+                d=(16, 32, 64),
+                rank_fraction=(1, 2, 8),
+                seed=(0, 1),
+            )
+        )
+    return list(
+        grid(
+            {**FARTHEST, **PAPER, "N": 16, "layers": 2, "width": 8},
+            d=(16, 64, 128, 256),
+            rank_fraction=(1, 2, 8, 16),
+            seed=(0, 1, 2, 3, 4),
+        )
+    )
+
+
+def _positional(
+    base: Mapping[str, Any], d: int, p: int, layers: Sequence[int], ranks: Sequence[int], seeds: Sequence[int]
+) -> list[RunSpec]:
+    specs: list[RunSpec] = []
+    for L, r, seed in itertools.product(layers, ranks, seeds):
+        for positional, dim in (("none", 0), ("additive", 0), ("concat", p)):
+            specs.append(
+                TrainConfig(
+                    **{
+                        **base,
+                        "d": d,
+                        "layers": L,
+                        "rank": r,
+                        "seed": seed,
+                        "positional": positional,
+                        "positional_dim": dim,
+                    }
+                )
+            )
+    return specs
+
+
+def _posn(scale: str) -> list[RunSpec]:
+    if scale == "quick":
+        # N = 4 and lr 0.003 for 1000 steps: with N = 8 (or lr 0.01) the 3-layer models stay at the zero predictor
+        # (loss 1.0) for 600 steps; with N = 4 concat reaches 0.59 / 0.58 vs none 0.75 / 0.77 (seeds 0 / 1).
+        base: dict[str, Any] = {**FARTHEST, **QUICK, "N": 4, "width": 1, "lr": 0.003, "steps": 1000}
+        specs = _positional(base, 16, 16, (1, 3), (2,), (0,))
+        specs.append(TrainConfig(**{**base, "d": 16, "layers": 1, "rank": 16, "seed": 0}))  # full-rank reference
+        return specs
+    if scale == "cpu":
+        return _positional(
+            {**FARTHEST, **CPU, "N": 16, "width": 8, "lr": 0.005, "steps": 10_000}, 32, 32, (1, 3), (4, 16, 32), (0, 1)
+        )
+    return _positional(
+        {**FARTHEST, **PAPER, "N": 16, "width": 8, "lr": 0.005, "steps": 200_000},
+        64,
+        64,
+        (1, 3),
+        (4, 32, 64),
+        (0, 1, 2, 3, 4),
+    )
+
+
+def _random_features(scale: str) -> list[RunSpec]:
+    dims: tuple[int, ...]
+    if scale == "quick":
+        dims, top, trials = (8, 16), 10, 2
+    elif scale == "cpu":
+        dims, top, trials = (8, 16, 32, 64), 13, 3
+    else:
+        dims, top, trials = (8, 16, 32, 64), 14, 5
+    counts = tuple(2**k for k in range(top + 1))  # 1 .. 2^top heads
+    return [RandomFeaturesSpec(d=d, head_counts=counts, trial=t) for d in dims for t in range(trials)]
+
+
+def _icl(scale: str) -> list[RunSpec]:
+    # GPT-2-style backbone (models/gpt2.py) of width D = embed_dim with H = D / r heads of rank r: the paper's
+    # encoder cannot do regression (its L2 norms erase the y-tokens' magnitudes; it stays at loss ~0.98 at every rank).
+    icl = {"task": "icl", "model": "gpt2", "positional": "additive"}
+    if scale == "quick":
+        # 1500 steps at lr 0.003: r = 32 / 4 / 1 reach 0.73 / 0.76 / 0.84 (seed 0); 600 steps learn nothing yet.
+        quick = {**QUICK, "steps": 1500, "lr": 0.003, "ffn_dim": 128}
+        return list(grid({**icl, **quick, "d": 8, "N": 10, "embed_dim": 32, "layers": 2, "seed": 0}, rank=(32, 4, 1)))
+    if scale == "cpu":
+        return list(
+            grid(
+                {**icl, **CPU, "d": 8, "N": 16, "embed_dim": 64, "layers": 4, "steps": 20_000, "lr": 0.001},
+                rank=(64, 8, 1),
+                seed=(0, 1),
+            )
+        )
+    # Garg et al.'s standard set-up: d = 20, 41 pairs, D = 256, 12 layers (8 heads of rank 32 is GPT-2's own choice).
+    return list(
+        grid(
+            {
+                **icl,
+                **PAPER,
+                "d": 20,
+                "N": 41,
+                "embed_dim": 256,
+                "layers": 12,
+                "batch_size": 64,
+                "lr": 1e-4,
+                "steps": 500_000,
+                "ffn_dim": 1024,
+            },
+            rank=(256, 32, 8, 1),
+            seed=(0, 1, 2),
+        )
+    )
+
+
+def _bound_vs_trained(scale: str) -> list[RunSpec]:
+    theorem = {"task": "nearest", "N": 2, "keys": "orthonormal", "model": "theory", "layers": 1}
+    if scale == "quick":
+        return list(grid({**theorem, **QUICK, "d": 16, "seed": 0}, width=(1, 4), rank=(16, 4, 1)))
+    if scale == "cpu":
+        return list(grid({**theorem, **CPU, "d": 32}, width=(1, 8), rank=divisors_pow2(32), seed=(0, 1)))
+    return list(grid({**theorem, **PAPER, "d": 64}, width=(1, 8, 64), rank=divisors_pow2(64), seed=(0, 1, 2)))
+
+
+def _conjecture6(scale: str) -> list[RunSpec]:
+    nearest = {"task": "nearest", "keys": "iid", "model": "encoder"}
+    if scale == "quick":
+        return list(
+            grid({**nearest, **QUICK, "d": 16, "layers": 2, "width": 1, "seed": 0}, N=(2, 4, 8, 16), rank=(16, 1))
+        )
+    if scale == "cpu":
+        return list(
+            grid({**nearest, **CPU, "d": 32, "layers": 3, "width": 8}, N=(2, 8, 32, 128), rank=(32, 4, 1), seed=(0, 1))
+        )
+    return list(
+        grid(
+            {**nearest, **PAPER, "d": 64, "layers": 5, "width": 8},
+            N=(2, 8, 32, 128, 512),
+            rank=(64, 8, 1),
+            seed=(0, 1, 2),
+        )
+    )
+
+
+def _smoke(scale: str) -> list[RunSpec]:
+    tiny = {
+        **FARTHEST,
+        "d": 4,
+        "N": 3,
+        "ffn_dim": 8,
+        "steps": 30,
+        "batch_size": 16,
+        "log_every": 5,
+        "checkpoint_every": 5,
+        "device": "cpu",
+    }
+    return list(grid(tiny, rank=(4, 2, 1), seed=(0, 1)))
+
+
+def _scales(
+    builder: Callable[[str], list[RunSpec]], scales: Sequence[str] = SCALES
+) -> dict[str, Callable[[], list[RunSpec]]]:
+    return {s: functools.partial(builder, s) for s in scales}
+
+
+# Paper numbers (PAPER.md section 6), Figure 1: L x {full, half, low} x c.
+_FIG1_PAPER = (
+    PaperNumber("L=1 full rank, c=1", (1.5e-2, 1.5e-2), {"layers": 1, "rank_class": "full", "width": 1}),
+    PaperNumber("L=1 full rank, c=8", (7e-3, 7e-3), {"layers": 1, "rank_class": "full", "width": 8}),
+    PaperNumber("L=1 full rank, c=64", (2e-3, 2e-3), {"layers": 1, "rank_class": "full", "width": 64}),
+    PaperNumber("L=1 r=d/2, c=1", (0.70, 0.70), {"layers": 1, "rank_class": "half", "width": 1}),
+    PaperNumber("L=1 r=d/2, c=8", (0.43, 0.43), {"layers": 1, "rank_class": "half", "width": 8}),
+    PaperNumber("L=1 r=d/2, c=64", (0.31, 0.31), {"layers": 1, "rank_class": "half", "width": 64}),
+    PaperNumber("L=1 r<=d/4, any c", (0.45, 0.9), {"layers": 1, "rank_class": "low"}),
+    PaperNumber("L=3 full rank, c=1", (3e-3, 3e-3), {"layers": 3, "rank_class": "full", "width": 1}),
+    PaperNumber("L=3 full rank, c=8", (7e-3, 7e-3), {"layers": 3, "rank_class": "full", "width": 8}),
+    PaperNumber("L=3 full rank, c=64", (7.6e-4, 7.6e-4), {"layers": 3, "rank_class": "full", "width": 64}),
+    PaperNumber("L=3 r=d/2, c=1", (0.05, 0.05), {"layers": 3, "rank_class": "half", "width": 1}),
+    PaperNumber("L=3 r=d/2, c=8", (0.035, 0.035), {"layers": 3, "rank_class": "half", "width": 8}),
+    PaperNumber("L=3 r=d/2, c=64", (0.055, 0.055), {"layers": 3, "rank_class": "half", "width": 64}),
+    PaperNumber("L=3 r<=d/4, any c", (0.04, 0.8), {"layers": 3, "rank_class": "low"}),
+    PaperNumber("L=5 full rank, c=8", (6.5e-3, 6.5e-3), {"layers": 5, "rank_class": "full", "width": 8}),
+    PaperNumber("L=5 full rank, c=64", (2e-3, 2e-3), {"layers": 5, "rank_class": "full", "width": 64}),
+    PaperNumber("L=5 r=d/2, c=8", (0.019, 0.019), {"layers": 5, "rank_class": "half", "width": 8}),
+    PaperNumber("L=5 r=d/2, c=64", (0.014, 0.014), {"layers": 5, "rank_class": "half", "width": 64}),
+)
+_FIGN_PAPER = tuple(
+    [PaperNumber(f"full rank, N={n}", (0.0, 0.04), {"rank_class": "full", "N": n}) for n in (4, 16, 64, 256)]
+    + [
+        PaperNumber(f"r=d/2, N={n}", (v, v), {"rank_class": "half", "N": n})
+        for n, v in ((4, 0.005), (16, 0.23), (64, 0.43), (256, 0.54))
+    ]
+    + [
+        PaperNumber(f"r=1, N={n}", (v, v), {"rank": 1, "N": n})
+        for n, v in ((4, 0.02), (16, 0.63), (64, 0.81), (256, 1.16))
+    ]
+)
+_POSN_PAPER = (
+    PaperNumber("L=3 r=4 concat", (5e-3, 5e-3), {"layers": 3, "rank": 4, "positional": "concat"}),
+    PaperNumber("L=3 r=32 concat", (1.2e-4, 1.2e-4), {"layers": 3, "rank": 32, "positional": "concat"}),
+    PaperNumber("L=3 low rank, no encodings", (0.035, 0.06), {"layers": 3, "rank_class": "low", "positional": "none"}),
+)
+_RF_PAPER = (
+    PaperNumber("plateau, d=8, largest H", (0.13, 0.13), {"d": 8, "H": "max"}),
+    PaperNumber("plateau, d=16, largest H", (0.18, 0.18), {"d": 16, "H": "max"}),
+    PaperNumber("plateau, d=32, largest H", (0.18, 0.18), {"d": 32, "H": "max"}),
+    PaperNumber("plateau, d=64, largest H", (0.18, 0.18), {"d": 64, "H": "max"}),
+)
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset(
+            "fig1",
+            "Figure 1: farthest-point task, rank x width x depth x seeds",
+            "fig1",
+            _scales(_fig1),
+            _FIG1_PAPER,
+            "with one layer, full rank beats every lower rank at equal parameter count",
+            {
+                "quick": "8 runs, ~2-4 min on 2 cores",
+                "cpu": "72 runs, ~1 day on 2 cores",
+                "paper": "315 runs x 100k steps (GPU)",
+            },
+        ),
+        Preset(
+            "figN",
+            "Appendix: varying the context length N",
+            "figN",
+            _scales(_figN),
+            _FIGN_PAPER,
+            "low-rank error grows with N while full rank stays low",
+            {"quick": "8 runs, ~2-3 min", "cpu": "18 runs, hours", "paper": "60 runs (GPU)"},
+        ),
+        Preset(
+            "figd",
+            "Appendix: varying the dimension d (configured by the authors, no published numbers)",
+            "figd",
+            _scales(_figd),
+            (),
+            "full rank beats low rank at every d",
+            {"quick": "6 runs, ~2 min", "cpu": "18 runs, hours", "paper": "80 runs (GPU)"},
+        ),
+        Preset(
+            "posn",
+            "Appendix: positional encodings (none / additive / concatenated)",
+            "posn",
+            _scales(_posn),
+            _POSN_PAPER,
+            "concatenated positional encodings help low rank with three layers (the paper: not with one)",
+            {"quick": "7 runs, ~4-6 min", "cpu": "36 runs, hours", "paper": "90 runs x 200k steps (GPU)"},
+        ),
+        Preset(
+            "random-features",
+            "Appendix: random rank-1 heads with optimal output weights (no training)",
+            "random-features",
+            _scales(_random_features),
+            _RF_PAPER,
+            "the error falls slowly with H and plateaus near 0.18 (0.13 at d = 8)",
+            {"quick": "4 solves, seconds", "cpu": "12 solves, minutes", "paper": "20 solves at H = 2^14"},
+        ),
+        Preset(
+            "icl",
+            "In-context linear regression (Garg et al.) at fixed H = D / r (GPT-2-style model of width D)",
+            "icl",
+            _scales(_icl),
+            (),
+            "fewer heads of higher rank give better accuracy at equal parameter count",
+            {"quick": "3 runs, ~6 min", "cpu": "6 runs, hours", "paper": "12 runs x 500k steps (GPU)"},
+        ),
+        Preset(
+            "bound-vs-trained",
+            "One-layer models on Theorem 2's task next to rank_lower_bound",
+            "bound-vs-trained",
+            _scales(_bound_vs_trained),
+            (),
+            "no trained model beats the certified lower bound",
+            {"quick": "6 runs, ~1-2 min", "cpu": "24 runs, hours", "paper": "63 runs (GPU)"},
+        ),
+        Preset(
+            "conjecture6",
+            "Conjecture 6: deep low-rank models as N grows (nearest neighbour)",
+            "conjecture6",
+            _scales(_conjecture6),
+            (),
+            "low-rank error grows with N even with depth; full rank stays low",
+            {"quick": "8 runs, ~3 min", "cpu": "24 runs, hours", "paper": "45 runs (GPU)"},
+        ),
+        Preset(
+            "smoke",
+            "Plumbing test: six tiny runs of a few seconds each",
+            "fig1",
+            _scales(_smoke, ("quick",)),
+            (),
+            "none (tests the sweep machinery)",
+            {"quick": "6 runs, seconds"},
+        ),
+    )
+}
+
+
+def get_preset(name: str) -> Preset:
+    """The preset called ``name`` (ValueError lists the allowed names)."""
+    return PRESETS[check_choice("preset", name, tuple(PRESETS))]
+
+
+def rank_class(config: TrainConfig) -> str:
+    """'full' (r = d), 'half' (r = d/2) or 'low' (r <= d/4) (other ranks: 'other')."""
+    if config.rank == config.d:
+        return "full"
+    if 2 * config.rank == config.d:
+        return "half"
+    return "low" if 4 * config.rank <= config.d else "other"
+
+
+def with_overrides(specs: Sequence[RunSpec], overrides: Mapping[str, Any]) -> list[RunSpec]:
+    """The specs with fields replaced (TrainConfig fields only; e.g. steps for a reduced GPU schedule)."""
+    out: list[RunSpec] = []
+    for spec in specs:
+        if isinstance(spec, TrainConfig):
+            unknown = sorted(set(overrides) - set(spec.to_dict()))
+            if unknown:
+                raise ValueError(f"unknown override key(s): {', '.join(unknown)}")
+            out.append(TrainConfig.from_dict({**spec.to_dict(), **overrides}))
+        else:
+            out.append(replace(spec))
+    return out
