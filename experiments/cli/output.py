@@ -3,27 +3,11 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
-
-def jsonable(value: Any) -> Any:
-    """Convert numpy scalars/arrays and non-finite floats (written as the strings "inf", "-inf", "nan")."""
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    return value
+from experiments.json_files import jsonable
 
 
 def emit(result: Mapping[str, Any], *, as_json: bool, title: str | None = None) -> None:

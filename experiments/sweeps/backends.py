@@ -99,8 +99,8 @@ def _random_features_run(spec: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     import numpy as np
 
     from constructions.random_features import prefix_errors, sample_heads
+    from experiments.json_files import write_json
     from experiments.sweeps.presets import RandomFeaturesSpec, spec_from_record
-    from experiments.training.loop import write_json
 
     rf = spec_from_record("random-features", spec)
     assert isinstance(rf, RandomFeaturesSpec)
@@ -141,7 +141,8 @@ def execute_task(task: RunTask) -> RunOutcome:
 
 def execute_batch(batch: RunBatch) -> list[RunOutcome]:
     """Train a batch of seed-only-different runs together; every run's result.json is written; never raises."""
-    from experiments.training.loop import TrainConfig, provenance, write_json
+    from experiments.json_files import write_json
+    from experiments.training.loop import TrainConfig, provenance
     from experiments.training.seed_batched import train_batched
 
     try:

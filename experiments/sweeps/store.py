@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.cli.output import jsonable
+from experiments.json_files import jsonable
 from theory.validation import check_choice
 
 STATUSES = ("pending", "running", "finished", "diverged", "failed")

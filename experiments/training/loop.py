@@ -26,11 +26,9 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
 import platform
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +38,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from experiments.cli.output import jsonable
+from experiments.json_files import atomic_write_bytes, write_json
 from experiments.tasks import TASKS, Task, make_task
 from theory.validation import check_choice, check_int, check_real
 
@@ -310,27 +308,6 @@ def provenance() -> dict[str, Any]:
     except Exception:  # noqa: BLE001 - not installed: run from the source tree
         versions["attnrank"] = "source"
     return {"git_revision": revision, "git_dirty": dirty, "versions": versions}
-
-
-def atomic_write_bytes(path: Path, writer: Any) -> None:
-    """Write a file atomically: ``writer(handle)`` fills a temporary file in the same directory, then os.replace."""
-    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            writer(stream)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        if os.path.exists(temp_name):
-            os.unlink(temp_name)
-        raise
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Atomically write a JSON object (non-finite floats as strings)."""
-    text = json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n"
-    atomic_write_bytes(path, lambda stream: stream.write(text.encode("utf-8")))
 
 
 def read_config_file(path: Path) -> TrainConfig:

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from experiments.analysis.trained import analyze_run
-from experiments.cli.output import emit, jsonable
-from experiments.training.loop import write_json
+from experiments.cli.output import emit
+from experiments.json_files import jsonable, write_json
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
