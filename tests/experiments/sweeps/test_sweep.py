@@ -21,7 +21,7 @@ from experiments.sweeps.presets import get_preset
 from experiments.sweeps.runner import RUNS_DIR, run_sweep, store_path
 from experiments.sweeps.store import ResultsStore
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _results(out: Path) -> dict[str, tuple[str, float, float, int]]:

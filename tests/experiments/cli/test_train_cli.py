@@ -16,7 +16,7 @@ import torch
 from constructions.full_rank import save_full_rank
 from experiments.cli.main import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 TINY_ARGS = ["--task", "farthest", "--d", "4", "--N", "3", "--rank", "4", "--ffn-dim", "16", "--batch-size", "16"]
 
 
