@@ -15,13 +15,23 @@ included), measured in a fresh subprocess per model (Linux /proc/self/status VmH
 as the best rate of a large float32 matmul.
 
 Example: ``python benchmarks/bench_attention.py --ranks 1,8,64 --widths 1,8,64 --attention-only``
+
+Recorded run (both the whole encoder-layer step and the attention alone, per configuration, interleaved):
+``python benchmarks/bench_attention.py --ranks 64,8,1 --widths 64,1 --modes whole,attention --threads 2 --no-memory
+--steps 1 --repeats 3 --record benchmarks/results`` writes ``bench_attention_<date>.json`` and ``.md`` there (the
+command, machine, load average before and after, torch version, threads, git revision, the matmul peak measured
+before and after the rows, and every row).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import math
+import os
+import platform
+import shlex
 import statistics
 import subprocess
 import sys
@@ -37,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from experiments.models.attention import RankedMultiheadAttention  # noqa: E402
 from experiments.models.encoder import L2Norm, PaperEncoderLayer  # noqa: E402
+from experiments.models.spec import AttentionSpec  # noqa: E402
 
 
 class StockAveragedAttention(nn.Module):
@@ -75,7 +86,7 @@ def build_pair(d: int, r: int, c: int, ffn_dim: int, attention_only: bool, devic
         ours.load_torch_blocks(list(baseline.blocks))  # type: ignore[operator, arg-type]
     else:
         baseline = StockEncoderLayer(d, r, c, ffn_dim)
-        layer = PaperEncoderLayer(d, r, width=c, ffn_dim=ffn_dim)
+        layer = PaperEncoderLayer(d, AttentionSpec(r, width=c), ffn_dim=ffn_dim)
         layer.self_attn.load_torch_blocks(list(baseline.attention.blocks))  # type: ignore[union-attr, arg-type]
         with torch.no_grad():
             for name in ("linear1", "linear2"):
@@ -155,7 +166,11 @@ def memory_probe(args: argparse.Namespace) -> None:
             StockAveragedAttention(d, r, c) if args.attention_only else StockEncoderLayer(d, r, c, args.ffn_dim)
         )
     else:
-        model = RankedMultiheadAttention(d, r, width=c) if args.attention_only else PaperEncoderLayer(d, r, width=c)
+        model = (
+            RankedMultiheadAttention(d, r, width=c)
+            if args.attention_only
+            else PaperEncoderLayer(d, AttentionSpec(r, width=c))
+        )
     batches = torch.randn(2, args.batch, args.N, d)
     step = make_step(model, batches, torch.randn(args.batch, args.N, d))
     # No warm-up: memory freed by an earlier step stays in the C heap and would hide a later step's peak.
@@ -209,12 +224,107 @@ def run_config(args: argparse.Namespace, r: int, c: int, device: str, peak: floa
         "baseline_ms": 1e3 * base_t,
         "ours_ms": 1e3 * ours_t,
         "speedup": base_t / ours_t,
+        "baseline_min_ms": 1e3 * min(times["baseline"]),
+        "ours_min_ms": 1e3 * min(times["ours"]),
+        "speedup_of_minima": min(times["baseline"]) / min(times["ours"]),
         "baseline_peak_MB": mem_base,
         "ours_peak_MB": mem_ours,
         "GFLOP_per_step": flops / 1e9,
         "baseline_flop_fraction": flops / base_t / peak,
         "ours_flop_fraction": flops / ours_t / peak,
     }
+
+
+def machine_record() -> dict[str, str | int | float]:
+    """CPU model, logical cores, platform, load average, torch version and git revision of this checkout."""
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)  # noqa: S603,S607
+        return done.stdout.strip()
+
+    return {
+        "cpu": model,
+        "logical_cores": os.cpu_count() or 0,
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "git_revision": git("rev-parse", "HEAD"),
+        "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "load_average_1min": os.getloadavg()[0],
+    }
+
+
+def write_record(directory: Path, record: dict) -> tuple[Path, Path]:
+    """Write ``record`` as bench_attention_<date>.json and a Markdown table beside it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = directory / f"bench_attention_{datetime.date.today().isoformat()}"
+    json_path, md_path = stem.with_suffix(".json"), stem.with_suffix(".md")
+    json_path.write_text(json.dumps(record, indent=2) + "\n")
+    m = record["machine"]
+    lines = [
+        "# Training-step benchmark: RankedMultiheadAttention vs c stock nn.MultiheadAttention blocks averaged",
+        "",
+        f"- command: `{record['command']}`",
+        f"- machine: {m['cpu']}, {m['logical_cores']} logical cores, shared with other jobs (1-min load average "
+        f"{m['load_average_1min']:.2f} before, {record['load_average_after']:.2f} after); {m['platform']}",
+        f"- torch {m['torch']}, {m['threads']} threads, float32; git {m['git_revision'][:12]}"
+        f"{' (uncommitted changes)' if m['git_dirty'] else ''}",
+        f"- matmul peak (best 2048^3 float32 product): {record['peak_GFLOPs_before']:.1f} GFLOP/s before, "
+        f"{record['peak_GFLOPs_after']:.1f} after; % peak uses the largest"
+        + ("" if record["complete"] else " (run incomplete: the rows measured so far)"),
+        "- speedup = stock ms / ours ms (interleaved in one process, medians of the repeats); speedup of minima = the "
+        "same for the fastest repeat of each (the least disturbed by other jobs); whole = encoder layer step "
+        "(attention + L2Norms + FFN), attention = the attention module alone; % peak = matmul FLOPs of the step "
+        "(backward = 2 x forward) / median time / matmul peak",
+        "",
+        "| mode | r | c | H | stock ms | ours ms | speedup | min stock ms | min ours ms | speedup of minima | "
+        "GFLOP/step | stock % peak | ours % peak |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in record["rows"]:
+        lines.append(
+            f"| {row['mode']} | {row['r']} | {row['c']} | {row['H']} | {row['baseline_ms']:.0f} | "
+            f"{row['ours_ms']:.0f} | {row['speedup']:.2f} | {row['baseline_min_ms']:.0f} | {row['ours_min_ms']:.0f} | "
+            f"{row['speedup_of_minima']:.2f} | {row['GFLOP_per_step']:.2f} | "
+            f"{100 * row['baseline_flop_fraction']:.1f}% | {100 * row['ours_flop_fraction']:.1f}% |"
+        )
+    md_path.write_text("\n".join(lines) + "\n")
+    return json_path, md_path
+
+
+def save_record(args: argparse.Namespace, machine: dict, rows: list[dict], peaks: list[float], *, final: bool) -> None:
+    """Write the rows so far (% of peak against the best matmul peak measured so far) with the run's metadata."""
+    best = max(peaks)
+    for row in rows:
+        flops = row["GFLOP_per_step"] * 1e9
+        row["baseline_flop_fraction"] = flops / (row["baseline_ms"] / 1e3) / best
+        row["ours_flop_fraction"] = flops / (row["ours_ms"] / 1e3) / best
+    record = {
+        "command": "python " + shlex.join(sys.argv),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "complete": final,
+        "machine": machine,
+        "load_average_after": os.getloadavg()[0],
+        "peak_GFLOPs_before": peaks[0] / 1e9,
+        "peak_GFLOPs_after": peaks[-1] / 1e9,
+        "shape": {"d": args.d, "N": args.N, "B": args.batch, "ffn_dim": args.ffn_dim},
+        "steps": args.steps,
+        "repeats": args.repeats,
+        "rows": rows,
+    }
+    paths = write_record(args.record, record)
+    if final:
+        for path in paths:
+            print(f"# wrote {path}", flush=True)
 
 
 def main() -> None:
@@ -232,6 +342,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     parser.add_argument("--no-memory", dest="memory", action="store_false", help="skip the CPU memory subprocesses")
     parser.add_argument("--json", action="store_true", help="print one JSON object per configuration")
+    parser.add_argument(
+        "--modes", default=None, help="comma-separated: whole (encoder layer step), attention (attention alone)"
+    )
+    parser.add_argument("--record", type=Path, default=None, help="write the run as JSON + Markdown into this folder")
     parser.add_argument("--memory-probe", choices=["baseline", "ours"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.threads > 0:
@@ -243,6 +357,12 @@ def main() -> None:
     widths = [int(v) for v in args.widths.split(",")]
     if any(args.d % r for r in ranks):
         raise SystemExit(f"every rank must divide d = {args.d}, got {ranks}")
+    modes = (args.modes or ("attention" if args.attention_only else "whole")).split(",")
+    if any(mode not in ("whole", "attention") for mode in modes):
+        raise SystemExit(f"--modes takes whole and/or attention, got {args.modes}")
+    machine = machine_record()
+    rows: list[dict] = []
+    peaks: list[float] = []
     devices = ["cpu", "cuda"] if args.device == "auto" and torch.cuda.is_available() else [args.device]
     if devices == ["auto"]:
         devices = ["cpu"]
@@ -252,26 +372,33 @@ def main() -> None:
     )
     for device in devices:
         peak = measure_peak_flops(device)
+        peaks.append(peak)
         print(
             f"# {device}: peak float32 matmul {peak / 1e9:.1f} GFLOP/s, threads {torch.get_num_threads()}, "
-            f"d={args.d} N={args.N} B={args.batch} attention_only={args.attention_only}",
+            f"d={args.d} N={args.N} B={args.batch} modes={','.join(modes)}",
             flush=True,
         )
         if not args.json:
-            print(header, flush=True)
-        for r in ranks:
-            for c in widths:
-                row = run_config(args, r, c, device, peak)
-                if args.json:
-                    print(json.dumps(row), flush=True)
-                else:
-                    print(
-                        f"{device:4} {r:>3} {c:>3} {row['H']:>5} {row['baseline_ms']:>10.1f} {row['ours_ms']:>10.1f} "
-                        f"{row['speedup']:>8.2f} {row['baseline_peak_MB']:>9.0f} {row['ours_peak_MB']:>9.0f} "
-                        f"{row['GFLOP_per_step']:>7.2f} {100 * row['baseline_flop_fraction']:>8.1f}% "
-                        f"{100 * row['ours_flop_fraction']:>8.1f}%",
-                        flush=True,
-                    )
+            print(f"{'mode':9} " + header, flush=True)
+        for r, c, mode in ((r, c, mode) for r in ranks for c in widths for mode in modes):
+            args.attention_only = mode == "attention"
+            row = {"mode": mode, **run_config(args, r, c, device, peak)}
+            rows.append(row)
+            if args.record is not None:  # after every row, so that a run stopped midway keeps what it measured
+                save_record(args, machine, rows, peaks, final=False)
+            if args.json:
+                print(json.dumps(row), flush=True)
+            else:
+                print(
+                    f"{mode:9} {device:4} {r:>3} {c:>3} {row['H']:>5} "
+                    f"{row['baseline_ms']:>10.1f} {row['ours_ms']:>10.1f} "
+                    f"{row['speedup']:>8.2f} {row['baseline_peak_MB']:>9.0f} {row['ours_peak_MB']:>9.0f} "
+                    f"{row['GFLOP_per_step']:>7.2f} {100 * row['baseline_flop_fraction']:>8.1f}% "
+                    f"{100 * row['ours_flop_fraction']:>8.1f}%",
+                    flush=True,
+                )
+    if args.record is not None:
+        save_record(args, machine, rows, [*peaks, measure_peak_flops(devices[-1])], final=True)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""Benchmark: K small runs trained together (experiments.training.seed_batched, stacked parameters + vmap) vs one at a
-time (experiments.training.loop.train, the sweep's per-run path), in this process, on the same configs.
+"""Benchmark: K small runs trained together (experiments.training.loop.train_batched, stacked parameters + vmap) vs one
+at a time (experiments.training.loop.train, the sweep's per-run path), in this process, on the same configs.
 
 Both paths are warmed up first (one short run each, so one-off imports and allocator warm-up are not timed). The
 script prints, per K, wall times, runs per second and the speed-up ratio, and the largest relative difference of the
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import torch
 
-from experiments.training.loop import TrainConfig, train
-from experiments.training.seed_batched import train_batched
+from experiments.config import TrainConfig
+from experiments.training.loop import train, train_batched
 
 
 def main() -> int:

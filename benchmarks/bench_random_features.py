@@ -1,6 +1,6 @@
 """Benchmark: the paper's random-feature curve, fast nested solver vs a straightforward dense baseline.
 
-The curve (PAPER.md section 6): for each d in --dims and each of --trials independent draws of 2^M heads
+The curve (docs/paper.md section 6): for each d in --dims and each of --trials independent draws of 2^M heads
 (M = --max-log2-heads, paper: d in {8, 16, 32, 64}, M = 14, 5 trials), the optimal error 1 - b^T C^{-1} b of the
 first H = 2^0 .. 2^M heads (nested prefixes of one draw, so both implementations see the same heads).
 

@@ -1,6 +1,6 @@
 """Theorem 3's full-rank upper bound: one full-rank head per biased nearest-neighbour summand (M = 2 d^2 + 1 heads).
 
-PAPER.md section 4; the target and our assumptions (Gaussian query, D_2 keys, biases b_j = j delta, unnormalised sum)
+docs/paper.md section 4; the target and our assumptions (Gaussian query, D_2 keys, b_j = j delta, unnormalised sum)
 are in theory/biased_target.py.
 
 Head j (single-layer layout of constructions/weights_io.py, with score_bias):

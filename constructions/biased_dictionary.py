@@ -1,6 +1,6 @@
 """Certified best output weights for concrete dictionaries of rank-r heads on Theorem 3's target (N = 2).
 
-PAPER.md section 4. The smoothing bound (theory/smoothing_bound.py) says no rank-r model with small value norms can
+docs/paper.md section 4. The smoothing bound (theory/smoothing_bound.py) says no rank-r model with small value norms can
 fit the sawtooth part of the target. Here we test it on concrete dictionaries: for a family of rank-r heads (query and
 key maps Q_h, K_h in R^{r x d}, optional score bias, hardmax or softmax), value maps restricted to V_h = a_h I, and
 the target's simple part A granted for free with an unconstrained coefficient alpha (this only strengthens the model,

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from theory.biased_target import BiasGrid, bias_grid, biased_target, sample_biased_context
 from theory.sphere import KEY_KINDS, sample_context
 from theory.targets import nearest_neighbor
 from theory.validation import check_choice, check_dimension, check_int
@@ -70,25 +71,19 @@ def nearest_target(X: FloatArray, y: FloatArray, options: TaskOptions) -> FloatA
     return nearest_neighbor(X, y)
 
 
-def _biased_grid(options: TaskOptions) -> Any:
+def _biased_grid(options: TaskOptions) -> BiasGrid:
     """Theorem 3's bias grid from the weight file's metadata (bias_m, bias_delta), else the default for d."""
-    from theory.biased_target import bias_grid
-
     m, delta = options.metadata.get("bias_m"), options.metadata.get("bias_delta")
     return bias_grid(options.d, m=None if m is None else int(m), delta=None if delta is None else float(delta))
 
 
 def biased_sampler(n: int, rng: np.random.Generator, options: TaskOptions) -> tuple[FloatArray, FloatArray]:
     """Two keys (options.keys) and a Gaussian query y ~ N(0, I_d) (theory.biased_target)."""
-    from theory.biased_target import sample_biased_context
-
     return sample_biased_context(n, options.d, rng, keys=options.keys)
 
 
 def biased_target_of(X: FloatArray, y: FloatArray, options: TaskOptions) -> FloatArray:
     """Theorem 3's unnormalised sum of biased nearest neighbours over the file's bias grid."""
-    from theory.biased_target import biased_target
-
     return biased_target(X, y, _biased_grid(options))
 
 
@@ -96,13 +91,13 @@ EVAL_TASKS: dict[str, EvalTask] = {
     "biased": EvalTask(
         sampler=biased_sampler,
         target=biased_target_of,
-        description="sum of 2 d^2 + 1 biased nearest neighbours, Gaussian query (PAPER.md section 4)",
+        description="sum of 2 d^2 + 1 biased nearest neighbours, Gaussian query (docs/paper.md section 4)",
         fixed_N=2,
     ),
     "nearest": EvalTask(
         sampler=context_sampler,
         target=nearest_target,
-        description="nearest neighbour x_{argmax <x_i, y>} (PAPER.md section 1)",
+        description="nearest neighbour x_{argmax <x_i, y>} (docs/paper.md section 1)",
     ),
 }
 """The registry used by `attnrank eval --task NAME`."""

@@ -1,4 +1,4 @@
-"""Fact 1 as weights: one full-rank head Q = lambda I, K = V = I solves nearest neighbour (PAPER.md section 2).
+"""Fact 1 as weights: one full-rank head Q = lambda I, K = V = I solves nearest neighbour (docs/paper.md section 2).
 
 The score of key x_i is lambda <y, x_i>, so the softmax concentrates on the nearest key as lambda grows and the output
 sum_i w_i x_i tends to f*(X, y) = x_{argmax_i <x_i, y>} for every context length N wherever the maximiser is unique.

@@ -1,4 +1,4 @@
-"""Random rank-1 hardmax heads with optimal output weights V_h = a_h I (PAPER.md sections 3 and 6).
+"""Random rank-1 hardmax heads with optimal output weights V_h = a_h I (docs/paper.md sections 3 and 6).
 
 Setting (N = 2 keys from D_2, hardmax). A rank-1 head (q, k) with V = I outputs the key x_i maximising
 <q, y> <k, x_i>. With u = (x_1 - x_2)/sqrt 2 (uniform, independent of y) and s_h = sign<q_h, y> sign<k_h, u>,

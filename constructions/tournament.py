@@ -1,6 +1,6 @@
 """Conjecture 6 evidence: extending the rank-1 majority vote to N > 2 tokens as a plurality vote + round robin.
 
-PAPER.md section 5. Every head has rank 1 (Q_h^T K_h has rank exactly 1); evaluated by
+docs/paper.md section 5. Every head has rank 1 (Q_h^T K_h has rank exactly 1); evaluated by
 `theory.multilayer.multilayer_forward` with update = "query". Three layers for every N (the most economical depth we
 found: one rank-1 head can only choose between the two extremes of a fixed per-token scalar, so "pick the token with
 the largest count" needs a round robin of pairwise comparisons and then a selection layer).
@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from constructions.multilayer_layout import multilayer_metadata
 from theory.multilayer import AttentionLayer, MultiLayerWeights
 from theory.sphere import sample_sphere
 from theory.validation import check_dimension, check_generator, check_heads, check_int, check_temperature
@@ -71,7 +72,7 @@ class Tournament:
 
     def metadata(self) -> dict[str, object]:
         """Metadata for constructions.weights_io.save_weights (multi-layer layout)."""
-        return self.weights.file_metadata(CONSTRUCTION_NAME, self.temperature, self.predicted_error)
+        return multilayer_metadata(self.weights, CONSTRUCTION_NAME, self.temperature, self.predicted_error)
 
 
 def tournament_weights(directions: npt.ArrayLike, N: int) -> MultiLayerWeights:

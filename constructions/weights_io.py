@@ -14,14 +14,21 @@ Two layouts, named by the metadata key ``layout``:
     Required metadata: construction, d, p, N, L, H (per-layer head counts, comma separated), r, temperature,
     predicted_error, version, layout, update ("query": only the query's stream is updated; "all": every token's).
 
-Metadata values are strings on disk; here they are parsed: integers, floats (``inf`` = hardmax, ``nan`` = unknown
-prediction) and strings. Extra metadata keys are kept and returned. Loading refuses anything that does not match,
-naming the problem.
+Metadata values are strings on disk; here they are parsed strictly: integers are plain decimal digits, floats plain
+decimal or scientific numbers (``inf`` = hardmax, ``nan`` = unknown prediction), ``H`` one integer for a single-layer
+file and one per layer (comma separated) for a multi-layer file. Extra metadata keys are kept and returned. Loading
+checks the file rather than trusting it, and refuses anything that does not match, naming the file and the field
+(docs/reliability.md): the layout, task and key law must be known; d, r, H, N, p, L positive and within
+`MAX_METADATA_INT`, r <= d (r <= d + p for multi-layer files); temperature > 0 and at most float32's largest value
+(or inf); predicted_error nan or a finite number >= 0; the tensor names, dtypes and shapes are compared with the
+metadata from the file's header before any tensor is read (so metadata such as L = 10^9 allocates nothing); every
+value must be finite and within float32's range (the torch models load the weights as float32).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,12 +39,21 @@ import numpy.typing as npt
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
+from constructions.eval_tasks import EVAL_TASKS
+from theory.sphere import KEY_KINDS
+
 FORMAT_VERSION = "1"
 LAYOUTS = ("single-layer", "multi-layer")
 UPDATE_MODES = ("query", "all")
 
-_INT_KEYS = {"d", "r", "H", "N", "p", "L"}
-_FLOAT_KEYS = {"temperature", "predicted_error"}
+_INT_KEYS = {"d", "r", "H", "N", "p", "L", "bias_m"}
+_FLOAT_KEYS = {"temperature", "predicted_error", "bias_delta"}
+_POSITIVE_KEYS = ("d", "r", "N", "L", "bias_m")
+MAX_METADATA_INT = 2**31 - 1
+"""Largest d, r, H, N, p, L a weight file may name (the tensors must match them in any case)."""
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+_INT_TEXT = re.compile(r"-?[0-9]{1,12}")
+_FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?inf|nan")
 _REQUIRED_METADATA = {
     "single-layer": ("construction", "d", "r", "H", "temperature", "predicted_error", "version", "layout"),
     "multi-layer": (
@@ -55,6 +71,9 @@ _REQUIRED_METADATA = {
         "update",
     ),
 }
+
+
+_SAFETENSORS_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64"}
 
 
 class WeightFileError(ValueError):
@@ -105,21 +124,95 @@ def _format_value(key: str, value: Any) -> str:
 
 
 def _parse_value(key: str, text: str, path: Path) -> Any:
-    try:
-        if key == "H":
-            parts = [int(p) for p in text.split(",")]
-            return parts[0] if len(parts) == 1 else parts
-        if key in _INT_KEYS:
-            return int(text)
-        if key in _FLOAT_KEYS:
-            return float(text)
-    except ValueError as exc:
-        raise WeightFileError(f"{path}: metadata {key}={text!r} is not a valid number") from exc
+    """A metadata string as its value: strict integers, floats and (``H``) comma-separated integers."""
+    if key == "H":
+        parts = text.split(",")
+        if not all(_INT_TEXT.fullmatch(part) for part in parts):
+            raise WeightFileError(f"{path}: metadata {key}={text!r} is not a valid number (integers, comma separated)")
+        values = [int(part) for part in parts]
+        return values[0] if len(values) == 1 else values
+    if key in _INT_KEYS:
+        if not _INT_TEXT.fullmatch(text):
+            raise WeightFileError(f"{path}: metadata {key}={text!r} is not a valid number (an integer)")
+        return int(text)
+    if key in _FLOAT_KEYS:
+        if not _FLOAT_TEXT.fullmatch(text):
+            raise WeightFileError(f"{path}: metadata {key}={text!r} is not a valid number")
+        return float(text)
     return text
 
 
+def _check_metadata(metadata: Mapping[str, Any], path: Path) -> str:
+    """Check the parsed metadata on its own (before any tensor is looked at); return the layout."""
+    layout = metadata.get("layout")
+    if layout not in LAYOUTS:
+        raise WeightFileError(f"{path}: metadata layout must be one of {LAYOUTS}, got {layout!r}")
+    layout = str(layout)
+    foreign = [k for k in ("p", "L", "update") if layout == "single-layer" and k in metadata]
+    if foreign:
+        raise WeightFileError(f"{path}: metadata {', '.join(foreign)} belong to the multi-layer layout, not {layout}")
+    missing = [k for k in _REQUIRED_METADATA[layout] if k not in metadata]
+    if missing:
+        raise WeightFileError(f"{path}: metadata is missing {', '.join(missing)}")
+    if str(metadata["version"]) != FORMAT_VERSION:
+        raise WeightFileError(
+            f"{path}: format version {metadata['version']!r} is not supported (expected {FORMAT_VERSION})"
+        )
+    if layout == "multi-layer" and metadata["update"] not in UPDATE_MODES:
+        raise WeightFileError(f"{path}: metadata update must be one of {UPDATE_MODES}, got {metadata['update']!r}")
+    for key in _POSITIVE_KEYS:
+        if key in metadata and not 1 <= int(metadata[key]) <= MAX_METADATA_INT:
+            raise WeightFileError(f"{path}: metadata {key} must be in [1, {MAX_METADATA_INT}], got {metadata[key]}")
+    if "p" in metadata and not 0 <= int(metadata["p"]) <= MAX_METADATA_INT:
+        raise WeightFileError(f"{path}: metadata p must be in [0, {MAX_METADATA_INT}], got {metadata['p']}")
+    heads = metadata["H"]
+    if layout == "single-layer" and not isinstance(heads, int):
+        raise WeightFileError(f"{path}: metadata H must be one integer in a single-layer file, got {heads!r}")
+    counts = heads if isinstance(heads, list) else [heads]
+    if not all(1 <= h <= MAX_METADATA_INT for h in counts):
+        raise WeightFileError(f"{path}: metadata H must hold head counts in [1, {MAX_METADATA_INT}], got {heads!r}")
+    if layout == "multi-layer" and len(counts) != int(metadata["L"]):
+        raise WeightFileError(f"{path}: metadata H lists {len(counts)} head counts but L = {metadata['L']}")
+    d, r = int(metadata["d"]), int(metadata["r"])
+    width = d + int(metadata["p"]) if layout == "multi-layer" else d
+    if r > width:
+        raise WeightFileError(
+            f"{path}: metadata r must be <= {'d + p' if layout == 'multi-layer' else 'd'} = {width}, got {r}"
+        )
+    temperature = metadata["temperature"]
+    if (
+        not isinstance(temperature, float)
+        or not (temperature > 0)
+        or (math.isfinite(temperature) and temperature > FLOAT32_MAX)
+        or temperature == -math.inf
+    ):
+        raise WeightFileError(
+            f"{path}: metadata temperature must be > 0 and at most {FLOAT32_MAX:.4g} (or inf for hardmax), "
+            f"got {temperature}"
+        )
+    predicted = metadata["predicted_error"]
+    if not isinstance(predicted, float) or not (math.isnan(predicted) or (math.isfinite(predicted) and predicted >= 0)):
+        raise WeightFileError(f"{path}: metadata predicted_error must be nan or a finite number >= 0, got {predicted}")
+    if "bias_delta" in metadata and not (math.isfinite(metadata["bias_delta"]) and metadata["bias_delta"] > 0):
+        raise WeightFileError(f"{path}: metadata bias_delta must be a finite number > 0, got {metadata['bias_delta']}")
+    if "task" in metadata and metadata["task"] not in EVAL_TASKS:
+        raise WeightFileError(f"{path}: metadata task must be one of {tuple(EVAL_TASKS)}, got {metadata['task']!r}")
+    if "keys" in metadata and metadata["keys"] not in KEY_KINDS:
+        raise WeightFileError(f"{path}: metadata keys must be one of {KEY_KINDS}, got {metadata['keys']!r}")
+    if "bias_m" in metadata and layout == "single-layer" and heads != 2 * int(metadata["bias_m"]) + 1:
+        raise WeightFileError(f"{path}: metadata bias_m = {metadata['bias_m']} needs H = 2 bias_m + 1, got H = {heads}")
+    return layout
+
+
 def _expected_shapes(metadata: Mapping[str, Any], names: set[str]) -> dict[str, tuple[int, ...]]:
+    """Tensor name -> shape the (checked) metadata call for; the tensor count is compared before the dict is built."""
     layout = metadata["layout"]
+    expected_count = 3 * int(metadata["L"]) + 3 if layout == "multi-layer" else len(names)
+    if expected_count != len(names):
+        raise WeightFileError(
+            f"tensor names do not match the {layout} layout: L = {metadata['L']} layers need {expected_count} tensors, "
+            f"the file holds {len(names)}"
+        )
     d, r = int(metadata["d"]), int(metadata["r"])
     if layout == "single-layer":
         h = int(metadata["H"])
@@ -143,31 +236,17 @@ def _expected_shapes(metadata: Mapping[str, Any], names: set[str]) -> dict[str, 
     return shapes
 
 
-def _validate(tensors: Mapping[str, np.ndarray], metadata: Mapping[str, Any], path: Path) -> None:
-    layout = metadata.get("layout")
-    if layout not in LAYOUTS:
-        raise WeightFileError(f"{path}: metadata layout must be one of {LAYOUTS}, got {layout!r}")
-    missing = [k for k in _REQUIRED_METADATA[str(layout)] if k not in metadata]
-    if missing:
-        raise WeightFileError(f"{path}: metadata is missing {', '.join(missing)}")
-    if str(metadata["version"]) != FORMAT_VERSION:
-        raise WeightFileError(
-            f"{path}: format version {metadata['version']!r} is not supported (expected {FORMAT_VERSION})"
-        )
-    if layout == "multi-layer" and metadata["update"] not in UPDATE_MODES:
-        raise WeightFileError(f"{path}: metadata update must be one of {UPDATE_MODES}, got {metadata['update']!r}")
-    temperature = float(metadata["temperature"])
-    if not temperature > 0:
-        raise WeightFileError(f"{path}: metadata temperature must be > 0 (or inf for hardmax), got {temperature}")
-    for key in ("d", "r", "L", "N"):
-        if key in metadata and int(metadata[key]) < 1:
-            raise WeightFileError(f"{path}: metadata {key} must be >= 1, got {metadata[key]}")
+def _check_layout(
+    metadata: Mapping[str, Any], dtypes: Mapping[str, str], shapes: Mapping[str, tuple[int, ...]], path: Path
+) -> None:
+    """Compare tensor names, dtypes (numpy names) and shapes with what the checked metadata call for."""
+    layout = _check_metadata(metadata, path)
     try:
-        expected = _expected_shapes(metadata, set(tensors))
+        expected = _expected_shapes(metadata, set(shapes))
     except WeightFileError as exc:
         raise WeightFileError(f"{path}: {exc}") from exc
-    unexpected = sorted(set(tensors) - set(expected))
-    absent = sorted(set(expected) - set(tensors))
+    unexpected = sorted(set(shapes) - set(expected))
+    absent = sorted(set(expected) - set(shapes))
     if unexpected or absent:
         raise WeightFileError(
             f"{path}: tensor names do not match the {layout} layout"
@@ -175,13 +254,29 @@ def _validate(tensors: Mapping[str, np.ndarray], metadata: Mapping[str, Any], pa
             + (f"; unexpected {', '.join(unexpected)}" if unexpected else "")
         )
     for name, shape in expected.items():
-        tensor = tensors[name]
-        if tensor.dtype != np.float64:
-            raise WeightFileError(f"{path}: tensor {name} must be float64, got {tensor.dtype}")
-        if tuple(tensor.shape) != shape:
-            raise WeightFileError(f"{path}: tensor {name} must have shape {shape}, got {tuple(tensor.shape)}")
+        if dtypes[name] != "float64":
+            raise WeightFileError(f"{path}: tensor {name} must be float64, got {dtypes[name]}")
+        if tuple(shapes[name]) != shape:
+            raise WeightFileError(f"{path}: tensor {name} must have shape {shape}, got {tuple(shapes[name])}")
+
+
+def _check_values(tensors: Mapping[str, np.ndarray], path: Path) -> None:
+    """Every value finite and within float32's range (the torch models hold the weights as float32)."""
+    for name, tensor in tensors.items():
         if not np.all(np.isfinite(tensor)):
             raise WeightFileError(f"{path}: tensor {name} contains non-finite values")
+        largest = float(np.max(np.abs(tensor))) if tensor.size else 0.0
+        if largest > FLOAT32_MAX:
+            raise WeightFileError(
+                f"{path}: tensor {name} holds values beyond float32's range (max |value| = {largest:.4g} > "
+                f"{FLOAT32_MAX:.4g})"
+            )
+
+
+def _validate(tensors: Mapping[str, np.ndarray], metadata: Mapping[str, Any], path: Path) -> None:
+    dtypes = {name: str(np.asarray(t).dtype) for name, t in tensors.items()}
+    _check_layout(metadata, dtypes, {name: tuple(np.shape(t)) for name, t in tensors.items()}, path)
+    _check_values(tensors, path)
 
 
 def save_weights(path: str | Path, tensors: Mapping[str, np.ndarray], metadata: Mapping[str, Any]) -> Path:
@@ -205,9 +300,15 @@ def load_weights(path: str | Path) -> WeightFile:
     try:
         with safe_open(str(path), framework="np") as handle:
             raw_metadata = handle.metadata() or {}
-            tensors = {name: handle.get_tensor(name) for name in handle.keys()}
-    except (SafetensorError, OSError, ValueError) as exc:
+            metadata = {k: _parse_value(k, v, path) for k, v in raw_metadata.items()}
+            names = list(handle.keys())
+            slices = {name: handle.get_slice(name) for name in names}
+            dtypes = {name: _SAFETENSORS_DTYPES.get(s.get_dtype(), s.get_dtype()) for name, s in slices.items()}
+            _check_layout(metadata, dtypes, {name: tuple(s.get_shape()) for name, s in slices.items()}, path)
+            tensors = {name: handle.get_tensor(name) for name in names}
+    except (SafetensorError, OSError, ValueError, TypeError, OverflowError) as exc:
+        if isinstance(exc, WeightFileError):
+            raise
         raise WeightFileError(f"{path}: not a readable safetensors file ({exc})") from exc
-    metadata = {k: _parse_value(k, v, path) for k, v in raw_metadata.items()}
-    _validate(tensors, metadata, path)
+    _check_values(tensors, path)
     return WeightFile(tensors=tensors, metadata=metadata)

@@ -1,6 +1,6 @@
 """Training tasks: fresh batches drawn from an explicit ``torch.Generator``, their targets, errors and baselines.
 
-Tasks (PAPER.md sections 1, 4 and 6):
+Tasks (docs/paper.md sections 1, 4 and 6):
 
 - ``nearest``: keys x_1..x_N (D_N orthonormal or i.i.d. uniform) and a separate uniform query y; the target is
   x_{argmax_i <x_i, y>}. A sequence model sees the tokens (x_1, ..., x_N, y) and answers at the last position.
@@ -16,24 +16,23 @@ exact data) and hands them out as float32; the same generator state gives the sa
 
 Error conventions (the per-sample value whose batch mean is the training loss):
 
-- nearest / biased: ||f - f*||^2 summed over coordinates (PAPER.md section 1; the zero map scores 1);
+- nearest / biased: ||f - f*||^2 summed over coordinates (docs/paper.md section 1; the zero map scores 1);
 - farthest: the same, averaged over the N tokens of a sample;
 - icl: (f - y_i)^2 / d averaged over the N positions (Garg et al.'s normalisation: the zero predictor scores about 1).
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
 import torch
 
+from experiments.config import TASKS
+from theory.biased_target import biased_target, sample_biased_context
 from theory.monte_carlo import MonteCarloEstimate, estimate_mean
 from theory.validation import check_choice, check_dimension, check_int
-
-TASKS = ("nearest", "farthest", "biased", "icl")
-"""Task names accepted by :func:`make_task`."""
 
 KEY_KINDS = ("orthonormal", "iid")
 """Key distributions of the nearest-neighbour task."""
@@ -236,23 +235,17 @@ class BiasedTask(Task):
         self.keys = check_choice("keys", keys, KEY_KINDS)
         if self.N != 2:
             raise ValueError(f"N must be 2 for the biased nearest-neighbour task, got {self.N}")
-        try:
-            self._theory = importlib.import_module("theory.biased_target")
-        except ImportError as exc:  # pragma: no cover - depends on another issue's module
-            raise ValueError("task 'biased' needs theory/biased_target.py, which is not available yet") from exc
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "keys": self.keys}
 
     def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
-        import numpy as np
-
         batch_size = check_int("batch_size", batch_size, minimum=1)
         generator = check_torch_generator(generator)
         seed = int(torch.randint(0, 2**62, (1,), generator=generator).item())
         rng = np.random.default_rng(seed)
-        X, y = self._theory.sample_biased_context(batch_size, self.d, rng, keys=self.keys)  # (B, 2, d), (B, d)
-        target = self._theory.biased_target(X, y)  # (B, d)
+        X, y = sample_biased_context(batch_size, self.d, rng, keys=self.keys)  # (B, 2, d), (B, d)
+        target = biased_target(X, y)  # (B, d)
         X_t = torch.as_tensor(np.asarray(X), dtype=torch.float64)
         y_t = torch.as_tensor(np.asarray(y), dtype=torch.float64)
         tokens = torch.cat([X_t, y_t[:, None, :]], dim=1)  # (B, 3, d)

@@ -8,6 +8,9 @@ docstring) and reports what it measured and what it compared against through the
         ...
         record_claim(measured=f"C = {c_hat:.4f}", reference=f"C = {c_ref:.4f} (derived)")
 
+A figure claim also passes ``grade=`` (magnitude / direction / not reproduced, from `experiments.sweeps.claims`),
+shown in the grade column of the check report.
+
 When the environment variable ``ATTNRANK_CLAIMS_REPORT`` names a file, one JSON object per check (claim, nodeid,
 status, measured, reference, seconds) is written there at the end of the session. Plain ``pytest`` runs skip that.
 ``report_dir`` is where checks draw figures; ``full_mode`` is true under ``attnrank check --full``.
@@ -71,7 +74,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             text = crash.message if crash is not None else report.longreprtext.strip()
             record["failure"] = " ".join(text.split())[:300]
     for key, value in report.user_properties:
-        if key in ("measured", "reference"):
+        if key in ("measured", "reference", "grade"):
             record[key] = value
 
 
@@ -89,9 +92,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def record_claim(request: pytest.FixtureRequest) -> Iterator[Callable[..., None]]:
     """Record the measured value and the independent reference/bound of this check for the claim table."""
 
-    def record(*, measured: str, reference: str) -> None:
+    def record(*, measured: str, reference: str, grade: str | None = None) -> None:
         request.node.user_properties.append(("measured", str(measured)))
         request.node.user_properties.append(("reference", str(reference)))
+        if grade is not None:
+            request.node.user_properties.append(("grade", str(grade)))
 
     yield record
 

@@ -1,4 +1,4 @@
-"""Conjecture 6 (PAPER.md section 5): depth does not rescue low rank for long contexts. EVIDENCE, NOT PROOF.
+"""Conjecture 6 (docs/paper.md section 5): depth does not rescue low rank for long contexts. EVIDENCE, NOT PROOF.
 
 Conjecture in our words: no low-rank multi-layer transformer of a size fixed independently of N approximates the
 nearest neighbour for every context length N; full rank is needed regardless of depth. What we can check numerically
@@ -145,7 +145,8 @@ def test_extension_through_evaluator_matches_simulator(record_claim):
 @pytest.mark.slow
 @pytest.mark.claim("Conjecture 6 evidence (table): heads needed for error 0.25 grow polynomially in N (d = 16)")
 def test_scaling_table(record_claim, full_mode, report_dir):
-    from experiments.figures.depth import draw_scaling_figure, fit_exponent, needed_table, scaling_rows
+    from experiments.analysis.depth_scaling import fit_exponent, needed_table, scaling_rows
+    from experiments.figures.depth import draw_scaling_figure
 
     rows = scaling_rows(D, [2, 4, 8, 16], [64, 256, 1024, 4096, 16384], 2000, seed=1)
     table = needed_table(rows, 0.25)

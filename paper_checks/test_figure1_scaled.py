@@ -1,6 +1,6 @@
 """Figure 1, scaled down: on the farthest-point task, full rank beats rank d/2 and below by an order of magnitude.
 
-Claim (PAPER.md section 6, Figure 1): one-layer transformers with the same attention parameter count (H = d / r heads
+Claim (docs/paper.md section 6, Figure 1): one-layer transformers with equal attention parameter count (H = d / r heads
 of rank r, c = 1) trained on the self-attention farthest-point task reach a much lower error at full rank (r = d)
 than at any lower rank (paper, d = 64, N = 16, L = 1, c = 1: 1.5e-2 at r = 64 against 0.70 at r = 32 and 0.45 - 0.9
 at r <= 16), and the learned full-rank score matrix Q^T K is close to -lambda I (angle to I about 180 degrees).
@@ -16,8 +16,13 @@ Assumptions / deviations from the paper (stated, applied to every rank alike):
   lambda of a few tens to resolve the farthest point, which the paper's 100k steps at lr 0.01 reach from
   temperature 1 but 800 steps do not. The temperature is a fixed factor in front of the learned Q^T K, the same for
   every rank (we measured rank 8 at 0.576 with temperature 32 and 128 alike: it does not help low rank);
-- the error is a fresh Monte Carlo estimate (20000 samples, 4 standard errors) of the final model, next to the
-  paper's metric (lowest epoch-mean training loss, epoch = 50 steps), which is recorded too.
+- one seed, so the seed spread of each rank is a single value.
+
+Grade. The separation is graded by Figure 1's one predicate, `experiments.sweeps.claims.fig1` (the same that grades
+the sweep report), on the paper's metric (lowest epoch-mean training loss, epoch = 50 steps): ``magnitude`` when full
+rank is at least 10x below every lower rank on every seed (the paper's ~47x, 10x being the threshold stated in
+advance). This check reaches that at its scale and asserts ``magnitude``. A fresh Monte Carlo error of each final
+model (20000 samples) is recorded beside it for information, not judged.
 
 Default run: r = 16 and r = 8 (= d / 2), two processes in parallel. ``-m slow`` adds r = 4, 2, 1.
 """
@@ -32,13 +37,16 @@ import pytest
 import torch
 
 from experiments.analysis.trained import analyze_layer, attention_layers
+from experiments.config import TrainConfig, TrainResult
+from experiments.sweeps.backends import run_local
+from experiments.sweeps.claims import Grade, fig1
+from experiments.sweeps.work import RunTask
 from experiments.tasks import estimate_task_error
-from experiments.training.loop import TrainConfig, build_run, load_trained_model, train_many
+from experiments.training.run import build_run, load_trained_model
 
 D, N = 16, 8
 SEED = 0
 EVAL_SAMPLES, EVAL_SEED = 20_000, 999
-Z = 4.0
 BASE = TrainConfig(
     task="farthest",
     d=D,
@@ -57,9 +65,18 @@ BASE = TrainConfig(
 )
 
 
+def _train_all(jobs: list[tuple[TrainConfig, Path]]) -> list[TrainResult]:
+    """Train every (config, run directory) job on the sweeps' local pool (2 workers), results in job order."""
+    tasks = [RunTask(config.config_hash(), "train", config.to_dict(), str(out_dir)) for config, out_dir in jobs]
+    outcomes = {outcome.key: outcome for outcome in run_local(tasks, workers=2)}
+    failed = [outcome.error for outcome in outcomes.values() if not outcome.ok]
+    assert not failed, failed
+    return [TrainResult.from_dict(outcomes[task.key].metrics) for task in tasks]
+
+
 def _train_ranks(ranks: tuple[int, ...], root: Path) -> dict[int, dict[str, Any]]:
     jobs = [(TrainConfig.from_dict({**BASE.to_dict(), "rank": r}), root / f"r{r}") for r in ranks]
-    results = train_many(jobs, workers=2)
+    results = _train_all(jobs)
     runs = {}
     for (config, out_dir), result in zip(jobs, results, strict=True):
         assert not result.diverged, f"rank {config.rank} diverged"
@@ -85,26 +102,33 @@ def _describe(runs: dict[int, dict[str, Any]]) -> str:
 
 
 def _check_separation(runs: dict[int, dict[str, Any]], record_claim: Any) -> None:
-    full = runs[D]["estimate"]
-    full_upper = full.mean + Z * full.stderr
-    lows = {r: run["estimate"] for r, run in runs.items() if r <= D // 2}
-    ratios = {r: (e.mean - Z * e.stderr) / full_upper for r, e in lows.items()}
+    """Grade the runs with Figure 1's one predicate (the paper's metric, best_loss) and assert ``magnitude``."""
+    records = [
+        {
+            "d": D,
+            "N": N,
+            "width": 1,
+            "layers": 1,
+            "rank": r,
+            "seed": SEED,
+            "status": "finished",
+            "best_loss": run["result"].best_loss,
+        }
+        for r, run in runs.items()
+    ]
+    verdict = fig1(records)  # the sweep report's Figure 1 predicate: magnitude = 10x on every seed
     record_claim(
         measured=f"d={D}, N={N}, L=1, c=1, seed={SEED}, {BASE.steps} steps: "
         + _describe(runs)
-        + "; worst ratio (low - 4 s.e.) / (full + 4 s.e.) = "
-        + f"{min(ratios.values()):.3g}",
-        reference="paper (d=64, N=16, L=1, c=1, 100k steps): 1.5e-2 at r=64 vs 0.70 at r=32, 0.45-0.9 at r<=16; "
-        "required ratio >= 10",
+        + f"; worst ratio (lower rank / full rank, best epoch loss) = {verdict.numbers['worst_ratio']:.3g}",
+        reference="paper (d=64, N=16, L=1, c=1, 100k steps): 1.5e-2 at r=64 vs 0.70 at r=32 (~47x), 0.45-0.9 at "
+        "r<=16; magnitude needs >= 10x (experiments.sweeps.claims.fig1)",
+        grade=verdict.grade.value,
     )
-    for r, ratio in ratios.items():
-        assert ratio >= 10.0, (
-            f"rank {r}: error {lows[r].mean:.4g} +- {lows[r].stderr:.2g} is not 10x above full rank's "
-            f"{full.mean:.4g} +- {full.stderr:.2g} (ratio at 4 s.e. {ratio:.3g})"
-        )
+    assert verdict.grade is Grade.MAGNITUDE, f"{verdict.grade.value}: {verdict.explanation}"
 
 
-@pytest.mark.claim("Figure 1 (scaled): full rank reaches >= 10x lower error than rank d/2 at equal parameters")
+@pytest.mark.claim("Figure 1 (scaled): full rank >= 10x below rank d/2 at equal parameters (asserts magnitude)")
 def test_full_rank_beats_half_rank(default_runs: dict[int, dict[str, Any]], record_claim: Any) -> None:
     """Full rank (H = 1) against rank d / 2 (H = 2) on the farthest task, equal attention parameters."""
     _check_separation(default_runs, record_claim)
@@ -132,7 +156,7 @@ def test_full_rank_learns_minus_identity(default_runs: dict[int, dict[str, Any]]
 
 
 @pytest.mark.slow
-@pytest.mark.claim("Figure 1 (scaled): full rank reaches >= 10x lower error than every rank <= d/2 (r = 8, 4, 2, 1)")
+@pytest.mark.claim("Figure 1 (scaled): full rank >= 10x below every rank <= d/2 (r = 8, 4, 2, 1; asserts magnitude)")
 def test_full_rank_beats_every_lower_rank(tmp_path: Path, record_claim: Any) -> None:
     """All ranks r in {16, 8, 4, 2, 1} with H = d / r heads (equal attention parameters)."""
     _check_separation(_train_ranks((16, 8, 4, 2, 1), tmp_path), record_claim)

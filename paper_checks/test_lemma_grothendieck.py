@@ -1,4 +1,4 @@
-"""Grothendieck's identity, the lemma behind the head-vs-head kernel (PAPER.md sections 3 and 6).
+"""Grothendieck's identity, the lemma behind the head-vs-head kernel (docs/paper.md sections 3 and 6).
 
 Claim, in our words: for unit vectors a, b in R^d and y uniform on the sphere (equivalently Gaussian),
 E[sign<y, a> sign<y, b>] = (2/pi) arcsin<a, b>, in every dimension d >= 2. (The hyperplane orthogonal to y separates
@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 
 from theory.kernels import sign_correlation
-from theory.monte_carlo import estimate_mean
+from theory.monte_carlo import DEFAULT_Z, estimate_mean
 from theory.sphere import sample_sphere
 
 N_SAMPLES = 50_000
-Z = 4.0
+Z = DEFAULT_Z  # acceptance half-width in standard errors (one value for every statistical check)
 DIMENSIONS = (2, 3, 8, 64)
 COSINES = (-0.95, -0.6, -0.25, 0.0, 0.3, 0.7, 0.95)
 

@@ -1,4 +1,4 @@
-"""Lemma (PAPER.md section 3, proof of Theorem 2, step 2): the dimension of the degree-k spherical harmonics.
+"""Lemma (docs/paper.md section 3, proof of Theorem 2, step 2): the dimension of the degree-k spherical harmonics.
 
 Claim, in our words: the degree-k spherical harmonics on S^{d-1} (restrictions of homogeneous harmonic polynomials of
 degree k in d variables) form a space of dimension N(d, k) = (2k + d - 2)/k * C(k + d - 3, k - 1) (N(d, 0) = 1), and

@@ -1,4 +1,4 @@
-"""Kernels of random rank-1 hardmax heads on D_2 (PAPER.md section 3, step 1, and section 6, random-features figure).
+"""Kernels of random rank-1 hardmax heads on D_2 (docs/paper.md section 3, step 1; section 6, random features).
 
 Claim, in our words: let f_h be the output of a rank-1 hardmax head with query/key directions (q_h, k_h) and V = I on
 D_2 (two orthonormal keys, an independent uniform query), and f* the nearest key. Then
@@ -11,7 +11,7 @@ Check: the heads are run through the reference evaluator theory.attention.multih
 (n = 40000 per dimension) and E<f_h, f_h'>, E<f_h, f*> are estimated; each must lie within 4 standard errors of
 theory.kernels. Negative controls, which the same test must reject: the linearised kernel
 1/2 + (1/2) <q, q'><k, k'> for C and the "one hyperplane" guess 1/2 + (1/pi) arcsin<q, k> for b.
-Assumptions: the paper's random-feature construction uses hardmax heads with V_h = a_h I (PAPER.md section 6); we
+Assumptions: the paper's random-feature construction uses hardmax heads with V_h = a_h I (docs/paper.md section 6); we
 take a_h = 1, which is what the kernels describe.
 """
 
@@ -24,12 +24,12 @@ import pytest
 
 from theory.attention import multihead_attention
 from theory.kernels import head_kernel_matrix, head_target_kernel
-from theory.monte_carlo import estimate_mean
+from theory.monte_carlo import DEFAULT_Z, estimate_mean
 from theory.sphere import sample_context
 from theory.targets import nearest_neighbor
 
 N_SAMPLES = 40_000
-Z = 4.0
+Z = DEFAULT_Z  # acceptance half-width in standard errors (one value for every statistical check)
 
 
 def _rank_one_head_output(q: np.ndarray, k: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:

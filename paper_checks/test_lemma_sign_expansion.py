@@ -1,4 +1,4 @@
-"""Lemma (PAPER.md section 3, proof of Theorem 2, step 2): the Gegenbauer expansion of sign on the sphere.
+"""Lemma (docs/paper.md section 3, proof of Theorem 2, step 2): the Gegenbauer expansion of sign on the sphere.
 
 Claim, in our words: with t = <u, y> for u, y on S^{d-1} and P_k the dimension-d Gegenbauer polynomial normalised by
 P_k(1) = 1,
@@ -18,7 +18,7 @@ Independent references used here (none calls the code under test to produce the 
 Negative controls: Gegenbauer polynomials without the P_k(1) = 1 normalisation, and a synthesis that omits N(d, k),
 must both fail the comparisons.
 Assumptions: the density of t is c_d (1 - t^2)^{(d-3)/2} (u uniform, y fixed); the normalisation P_k(1) = 1 is ours
-(PAPER.md section 3 states the formulas in that normalisation).
+(docs/paper.md section 3 states the formulas in that normalisation).
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def test_d3_first_energy(record_claim):
     assert abs(float(sign_energy(3, 1)) - 0.75) <= 4 * np.finfo(float).eps
     record_claim(
         measured=f"sign_energy(3, 1) = {float(sign_energy(3, 1))!r}; quadrature 3 E|t|^2 = {energy_quad!r}",
-        reference="3/4 (PAPER.md)",
+        reference="3/4 (docs/paper.md)",
     )
 
 

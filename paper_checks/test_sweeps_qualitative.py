@@ -1,4 +1,4 @@
-"""Section 7's experiments at the quick scale (PAPER.md section 6): the qualitative findings of Figure 1 and of the
+"""Section 7's experiments at the quick scale (docs/paper.md section 6): the qualitative findings of Figure 1 and of the
 varying-N and positional-encoding appendices, reproduced by `attnrank sweep PRESET --scale quick`.
 
 Claims, in our words:
@@ -9,12 +9,21 @@ Claims, in our words:
   the quick scale it does not hold: see docs/sweeps.md).
 - In-context regression: at H = D / r, fewer heads of higher rank reach a lower error (GPT-2-style model).
 
-Assumptions: the quick scale (d = 16, N <= 16, FFN 64, 600 steps of 128 fresh samples, lr 0.01, 1-2 seeds; posn: N = 4,
-one low rank r = 2, p = 16 concatenated dimensions, lr 0.003, 1000 steps; icl: d = 8, 10 pairs, D = 32, 2 layers,
-1500 steps at lr 0.003) stands in for the paper's d = 64, 100k-200k steps, 5 seeds; only the
-orderings are compared, never the absolute numbers (the report puts those beside the paper's). Seed noise: for
-Figure 1 the full-rank model's WORST seed must beat every lower rank's BEST seed, so the ordering is not a seed
-accident. Each check trains its sweep (minutes on 2 cores), hence slow.
+Assumptions: the quick scale of each preset (`experiments/sweeps/presets.py`, tuned in docs/tuning.md: d = 16 or
+smaller, a few hundred to 1500 steps, 1-2 seeds) stands in for the paper's d = 64, 100k-200k steps, 5 seeds.
+
+Grades. Every verdict comes from the claim's one predicate in `experiments.sweeps.claims` (the same that grades the
+sweep report), whose rules and tolerances are stated there in advance; the grade is recorded in the check report.
+Orderings are taken on the claim-pessimistic ends of the seed spread (e.g. Figure 1: full rank's WORST seed against
+every lower rank's BEST seed). What each check asserts is what its quick preset reaches:
+- Figure 1: ``magnitude`` (full rank >= 10x below every lower rank on every seed; the tuned quick preset, 800 steps
+  at score temperature 128, measured 14.2x);
+- varying N: at least ``direction``. The re-tuned quick preset measured ``magnitude`` (18.7x at N = 16, gap
+  0.142 / 0.623 / 0.701 / 0.713), but its last widening step (+0.012) is too thin to assert on every machine;
+- positional encodings, in-context regression: at least ``direction`` (the paper's ordering); their ratios at this
+  scale (1.26x and 1.14x measured) are far from the 5x / 2x that ``magnitude`` needs, which is left to the cpu and
+  paper scales (docs/sweeps.md).
+Each check trains its sweep (minutes on 2 cores), hence slow.
 """
 
 from __future__ import annotations
@@ -23,12 +32,14 @@ from pathlib import Path
 
 import pytest
 
-from experiments.reporting.sweep_report import (
+from experiments.reporting.sweep_report import sweep_records, write_report
+from experiments.sweeps.claims import (
+    Grade,
+    Verdict,
     concat_helps_deep_low_rank,
     error_grows_with_n,
+    fig1,
     higher_rank_better,
-    sweep_records,
-    write_report,
 )
 from experiments.sweeps.runner import run_sweep, store_path
 from experiments.sweeps.store import ResultsStore
@@ -41,51 +52,68 @@ def _sweep(preset: str, out: Path) -> list[dict]:
         return sweep_records(store, preset, "quick")
 
 
+def _assert_at_least(verdict: Verdict, grade: Grade) -> None:
+    """The grade this scale reaches (see the module docstring)."""
+    assert verdict.grade.at_least(grade), f"needs {grade.value}, got {verdict.grade.value}: {verdict.explanation}"
+
+
+def _assert_direction(verdict: Verdict) -> None:
+    _assert_at_least(verdict, Grade.DIRECTION)
+
+
 @pytest.mark.slow
-@pytest.mark.claim("Figure 1: with one layer, full rank beats every lower rank at equal parameters")
+@pytest.mark.claim("Figure 1 (quick sweep): one layer, full rank >= 10x below every lower rank (asserts magnitude)")
 def test_fig1_full_rank_wins(record_claim, report_dir: Path, full_mode: bool) -> None:  # type: ignore[no-untyped-def]
     out = report_dir / "sweep-fig1"
     records = _sweep("fig1", out)
-    losses: dict[int, list[float]] = {}
-    for r in records:
-        if r["layers"] == 1 and r["status"] == "finished":
-            losses.setdefault(r["rank"], []).append(float(r["best_loss"]))
-    d = max(losses)
-    full_worst = max(losses[d])
-    lower_best = {rank: min(v) for rank, v in losses.items() if rank < d}
+    verdict = fig1(records)  # full rank's worst seed against every lower rank's best seed; magnitude at 10x
     record_claim(
-        measured=f"d={d}: full rank seeds {sorted(losses[d])}; lower ranks best seed {lower_best}",
-        reference="every lower rank's best seed must be above full rank's worst seed; paper (d=64): 0.015 vs >= 0.45",
+        measured=verdict.explanation,
+        reference="paper (d=64, L=1, c=1): 0.015 vs 0.70 at r=d/2 (~47x); magnitude needs 10x on every seed",
+        grade=verdict.grade.value,
     )
     if full_mode:
         write_report(out)
-    assert lower_best and all(full_worst < v for v in lower_best.values()), (full_worst, lower_best)
+    _assert_at_least(verdict, Grade.MAGNITUDE)
 
 
 @pytest.mark.slow
-@pytest.mark.claim("Varying N: low-rank error grows with N while full rank stays below it")
+@pytest.mark.claim("Varying N (quick sweep): low-rank error grows with N, full rank stays below (asserts >= direction)")
 def test_figN_low_rank_degrades_with_N(record_claim, report_dir: Path) -> None:  # type: ignore[no-untyped-def]
     records = _sweep("figN", report_dir / "sweep-figN")
-    holds, text = error_grows_with_n(records)
+    verdict = error_grows_with_n(records)
     record_claim(
-        measured=text, reference="paper (d=64, L=2, c=64): r=1 0.02 / 0.63 / 0.81 / 1.16 at N=4..256, full rank <= 0.04"
+        measured=verdict.explanation,
+        reference="paper (d=64, L=2, c=64): r=1 0.02 / 0.63 / 0.81 / 1.16 at N=4..256, full rank <= 0.04; "
+        "magnitude needs a monotone gap and 5x at the largest N",
+        grade=verdict.grade.value,
     )
-    assert holds is True, text
+    _assert_direction(verdict)
 
 
 @pytest.mark.slow
-@pytest.mark.claim("Positional encodings: concatenated encodings help low rank with three layers")
+@pytest.mark.claim("Positional encodings (quick sweep): concat helps low rank with three layers (asserts >= direction)")
 def test_posn_concat_helps_deep_low_rank(record_claim, report_dir: Path) -> None:  # type: ignore[no-untyped-def]
     records = _sweep("posn", report_dir / "sweep-posn")
-    holds, text = concat_helps_deep_low_rank(records)
-    record_claim(measured=text, reference="paper (d=64, c=8, L=3): r=4 concat 5e-3 vs none 0.035-0.06")
-    assert holds is True, text
+    verdict = concat_helps_deep_low_rank(records)
+    record_claim(
+        measured=verdict.explanation,
+        reference="paper (d=64, c=8, L=3): r=4 concat 5e-3 vs none 0.035-0.06; magnitude needs 5x",
+        grade=verdict.grade.value,
+    )
+    _assert_direction(verdict)
 
 
 @pytest.mark.slow
-@pytest.mark.claim("In-context regression: fewer heads of higher rank beat many low-rank heads at H = D / r")
+@pytest.mark.claim(
+    "In-context regression (quick sweep): fewer heads of higher rank win at H = D / r (asserts >= direction)"
+)
 def test_icl_higher_rank_better(record_claim, report_dir: Path) -> None:  # type: ignore[no-untyped-def]
     records = _sweep("icl", report_dir / "sweep-icl")
-    holds, text = higher_rank_better(records)
-    record_claim(measured=text, reference="paper: clearly better with fewer heads of higher rank (no numbers)")
-    assert holds is True, text
+    verdict = higher_rank_better(records)
+    record_claim(
+        measured=verdict.explanation,
+        reference="paper: clearly better with fewer heads of higher rank (no numbers); magnitude needs monotone and 2x",
+        grade=verdict.grade.value,
+    )
+    _assert_direction(verdict)

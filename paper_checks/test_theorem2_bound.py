@@ -1,20 +1,21 @@
-"""Theorem 2 (PAPER.md section 3): low-rank attention needs many heads; the harmonic lower bound as a number.
+"""Theorem 2 (docs/paper.md section 3): low-rank attention needs many heads; the harmonic lower bound as a number.
 
 Claim, in our words: on D_2 (N = 2 orthonormal keys, independent uniform query), every H-head attention layer whose
 query/key maps have rank r (any value maps, any score function of the projected query: "generalized attention") has
-error E||f - f*||^2 >= B(d, r, H) = (1/2) sum_{k odd} e_k [1 - H C(k+r-1, r-1)/N(d,k)]_+ (PAPER.md section 3, step 4).
+error E||f - f*||^2 >= B(d, r, H) = (1/2) sum_{k odd} e_k [1 - H C(k+r-1, r-1)/N(d,k)]_+
+(docs/paper.md section 3, step 4).
 theory.bounds.rank_lower_bound returns a certified interval for B.
 
 Checks:
 - Shape of the bound on a grid of (d, r, H): positive for r <= d - 2 (any H) and for r = d - 1 with one head, exactly 0
   for r = d (and for r = d - 1 with H >= 2, which we derived: 2 C(k+d-2, d-2) >= N(d, k)); non-increasing in r and H.
-- The d = 64, H = c d / r table of PAPER.md (an independent reconstruction) to 3 decimals.
+- The d = 64, H = c d / r table of docs/paper.md (an independent reconstruction) to 3 decimals.
 - Constructions never beat the bound: the full-rank head at r = d; random rank-1 hardmax heads with optimal output
   weights (constructions/random_features.py, exact kernel error); a Monte Carlo estimate (4 standard errors) of random
   rank-r softmax heads with least-squares output weights through theory.attention.multihead_attention. Negative
   control: the full-rank head (lambda = 50) measured against the rank-1 bound must violate it, and does.
-Assumptions (PAPER.md "Open items"): the verbatim theorem, its constants and epsilon ranges are unknown; we check the
-proof's explicit bound (step 4), not the asymptotic statement (see test_theorem2_regimes.py).
+Assumptions (docs/paper.md "Open items"): the verbatim theorem, its constants and epsilon ranges are unknown; we check
+the proof's explicit bound (step 4), not the asymptotic statement (see test_theorem2_regimes.py).
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ import pytest
 from constructions.full_rank import full_rank_head
 from theory.attention import attention_weights, multihead_attention
 from theory.bounds import full_rank_error, rank_lower_bound
-from theory.monte_carlo import MonteCarloEstimate, estimate_mean
+from theory.monte_carlo import DEFAULT_Z, MonteCarloEstimate, estimate_mean
 from theory.sphere import sample_context
 from theory.targets import nearest_neighbor
 
-Z = 4.0
-PAPER_TABLE = {  # PAPER.md section 3 step 4: d = 64, H = c d / r
+Z = DEFAULT_Z  # acceptance half-width in standard errors (one value for every statistical check)
+PAPER_TABLE = {  # docs/paper.md section 3 step 4: d = 64, H = c d / r
     1: {1: 0.179, 4: 0.178, 8: 0.178, 16: 0.175, 32: 0.162},
     64: {1: 0.174, 4: 0.154, 8: 0.124, 16: 0.115, 32: 0.079},
 }
@@ -75,19 +76,19 @@ def test_theorem2_bound_shape_on_a_grid(record_claim):
     assert not problems, problems[:5]
 
 
-@pytest.mark.claim("Theorem 2: d = 64, H = c d / r bound table reproduces PAPER.md to 3 decimals")
+@pytest.mark.claim("Theorem 2: d = 64, H = c d / r bound table reproduces docs/paper.md to 3 decimals")
 def test_theorem2_paper_table(record_claim):
     measured, mismatches = [], []
     for c, row in PAPER_TABLE.items():
         for r, paper_value in row.items():
             interval = rank_lower_bound(64, r, c * 64 // r)
             measured.append(f"c={c} r={r}: {interval.lower:.5f}")
-            # PAPER.md's numbers agree with truncation to 3 decimals; accept rounding or truncation.
+            # docs/paper.md's numbers agree with truncation to 3 decimals; accept rounding or truncation.
             if not (paper_value - 5e-4 <= interval.lower and interval.upper < paper_value + 1e-3):
                 mismatches.append((c, r, interval.lower, paper_value))
     record_claim(
         measured="; ".join(measured),
-        reference="PAPER.md: c=1: 0.179 0.178 0.178 0.175 0.162; c=64: 0.174 0.154 0.124 0.115 0.079 "
+        reference="docs/paper.md: c=1: 0.179 0.178 0.178 0.175 0.162; c=64: 0.174 0.154 0.124 0.115 0.079 "
         "(our values truncate to these; 4 of 10 round up instead)",
     )
     assert not mismatches, mismatches

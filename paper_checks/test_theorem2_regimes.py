@@ -1,4 +1,4 @@
-"""Theorem 2's two regimes (PAPER.md section 3, "Reported statement" and step 5), measured on the exact bound.
+"""Theorem 2's two regimes (docs/paper.md section 3, "Reported statement" and step 5), measured on the exact bound.
 
 Claim, in our words: to reach error eps with rank-r heads in dimension d one needs
 - (high-dimensional regime) H >= (d/r)^{Omega(1/eps)} heads, and
@@ -11,7 +11,7 @@ with constants we derived (theory/bounds.py, "The two regimes"):
   1/eps^2 (stronger than the reported Omega(1/eps)); we fit the log-log slope of K*(eps) against 1/eps.
 - at eps_d = T_d(d - 2)/4 (~ 1/sqrt(d)), log min_heads grows linearly in d with slope >= log 4 (our explicit lower
   rate, theory.bounds.high_accuracy_regime), and a larger rank costs at most the derived O(r log(d/r)) heads in log.
-Assumptions (PAPER.md "Open items"): the theorem's constants and epsilon ranges are unknown, in particular whether
+Assumptions (docs/paper.md "Open items"): the theorem's constants and epsilon ranges are unknown, in particular whether
 the exponent is 1/eps or 1/eps^2; "Omega" is checked as "the measured exponent is at least the stated order".
 """
 

@@ -1,10 +1,10 @@
-"""Theorem 3 (PAPER.md section 4): an exponential separation at constant error, with biased nearest neighbours.
+"""Theorem 3 (docs/paper.md section 4): an exponential separation at constant error, with biased nearest neighbours.
 
 Claim in our words: the sum F of M = 2 d^2 + 1 biased nearest-neighbour functions (x_1 chosen iff <x_1 - x_2, y> > b_j)
 is approximated to vanishing error by M full-rank heads (one per summand, bias inside the score), while any rank-r
 generalized attention whose value norms are below a budget exponential in d - r has error at least a constant.
 
-Assumptions (PAPER.md section 7 lists Theorem 3's biases, key law and constant as unknown; these are ours):
+Assumptions (docs/paper.md section 7 lists Theorem 3's biases, key law and constant as unknown; these are ours):
 - N = 2, D_2 orthonormal keys, Gaussian query y ~ N(0, I_d) (not normalised), independent of the keys.
 - Biases b_j = j delta, j = -d^2 .. d^2, delta = 4 sqrt(2) / d^2 (they span +-4 standard deviations of s = <z, y>).
 - Unnormalised sum F = sum_j f_{b_j}; its sawtooth part O = z saw(s / delta) has energy ~1/6, the "constant".
@@ -36,6 +36,7 @@ from constructions.biased_dictionary import (
     random_heads,
     solve_budget,
 )
+from constructions.evaluate import evaluate_weight_file
 from theory.attention import multihead_attention
 from theory.biased_target import (
     bias_grid,
@@ -133,8 +134,6 @@ def test_full_rank_construction(record_claim, tmp_path):
     )
     assert exact_error < 1e-10
     path = save_biased_construction(tmp_path / "biased.safetensors", build_biased_construction(d, 300.0, grid))
-    from experiments.cli.commands.eval import evaluate_weight_file
-
     result = evaluate_weight_file(path, task="biased", samples=20000, seed=3)
     assert result["within_4_stderr"], result
     record_claim(
@@ -224,7 +223,8 @@ def test_dictionary_certificate(record_claim):
 @pytest.mark.slow
 @pytest.mark.claim("Theorem 3: achievable error vs budget (figure) and Remark 4's weight-norm dependence")
 def test_budget_figure(record_claim, report_dir, full_mode):
-    from experiments.figures.biased import budget_table, draw, threshold_table
+    from experiments.analysis.biased_tables import budget_table, threshold_table
+    from experiments.figures.biased import draw
 
     rows = budget_table(4, [4, 3, 2, 1], np.logspace(0, 8, 9), 20000, 0)
     for row in rows:
@@ -247,7 +247,7 @@ def test_budget_figure(record_claim, report_dir, full_mode):
 @pytest.mark.slow
 @pytest.mark.claim("Theorem 3: rich rank-r dictionaries (coarser grid) improve held-out error only at d - r = 1")
 def test_rich_dictionary_thresholds(record_claim):
-    from experiments.figures.biased import dictionary_threshold_table
+    from experiments.analysis.biased_tables import dictionary_threshold_table
 
     d, m = 6, 6  # 13 biases (delta = 0.94): a coarser target on which low-rank heads do correlate a little
     curves, thresholds, _ = dictionary_threshold_table(d, m, [d - 1, d - 2], np.logspace(-1, 5, 7), 10000, 0)

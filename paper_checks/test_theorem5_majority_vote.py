@@ -1,4 +1,4 @@
-"""Theorem 5 (PAPER.md section 5): depth makes rank 1 enough for N = 2, with polynomially many heads.
+"""Theorem 5 (docs/paper.md section 5): depth makes rank 1 enough for N = 2, with polynomially many heads.
 
 Claim in our words: a two-layer transformer whose heads all have rank 1, with positional/scratch coordinates
 concatenated to the tokens, approximates the nearest neighbour of two keys to error eps with H = O(d / eps^2) heads
@@ -9,14 +9,14 @@ the tally, and one layer-2 rank-1 head copies the winner. One layer at rank 1 ne
 What is compared with what:
 - Monte Carlo error of the construction through the multi-layer reference evaluator (theory.multilayer) vs the exact
   quadrature prediction (theory.majority_vote_error), within 4 standard errors, hardmax and softmax.
-- The exact error vs our derived asymptote sqrt(d / H), and vs PAPER.md's independent ratios 0.95 / 0.99 / 0.995.
+- The exact error vs our derived asymptote sqrt(d / H), and vs docs/paper.md's independent ratios 0.95 / 0.99 / 0.995.
 - The fitted decay exponent in H (exact, and Monte Carlo through the independent fresh-heads simulator) vs -1/2, and the
   fitted head-count exponents vs H ~ d^1 eps^-2; the head counts vs Theorem 2's one-layer minimum
   (theory.bounds.min_heads at rank 1).
 - Negative controls: the same network without positional codes (error exactly 1/2), and the 4-s.e. test rejecting the
   prediction for a different head count.
 
-Assumptions (PAPER.md section 7, "Theorem 5 head count and temperature handling"): D_2 keys; q_h = k_h uniform
+Assumptions (docs/paper.md section 7, "Theorem 5 head count and temperature handling"): D_2 keys; q_h = k_h uniform
 random unit vectors; hardmax ties (even H, zero tally) split evenly; the error is averaged over the random directions as
 well as the data, so Monte Carlo draws a fresh construction per batch and uses batch means for its standard error
 (one fixed draw deviates from the average by about 2% of the error); the query attends only to the context tokens.
@@ -111,7 +111,7 @@ def test_asymptote_and_paper_ratios(record_claim):
         + ", ".join(f"d={d}: {r:.4f}" for d, r in ratios.items())
         + "; exact/(sqrt(2 pi) c_d/sqrt H): "
         + ", ".join(f"{r:.4f}" for r in refined.values()),
-        reference="PAPER.md: 0.95 / 0.99 / 0.995 (2-3 significant digits); derived limit 1",
+        reference="docs/paper.md: 0.95 / 0.99 / 0.995 (2-3 significant digits); derived limit 1",
     )
     for d, value in paper.items():
         assert abs(ratios[d] - value) <= 0.005, (d, ratios[d], value)
@@ -162,9 +162,10 @@ def test_head_count_exponents_and_theorem2(record_claim, full_mode, report_dir):
     growth_one = math.log(one_layer[64] / one_layer[16])
     assert growth_one > 5 * growth_two  # polynomial vs (at least) much faster growth in d
     if full_mode:
+        from experiments.analysis.depth_scaling import heads_rows
         from experiments.figures.depth import draw_heads_figure
 
-        draw_heads_figure(report_dir / "theorem5_heads.png")
+        draw_heads_figure(heads_rows(), report_dir / "theorem5_heads.png")
 
 
 @pytest.mark.claim("Theorem 5: every head of the construction has rank 1")

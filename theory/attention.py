@@ -1,6 +1,6 @@
 """The reference evaluator of multi-head attention: the definition every torch model and construction is tested against.
 
-PAPER.md section 1. Head h has a query map Q_h and key map K_h in R^{r x d} and a value/output map V_h in
+docs/paper.md section 1. Head h has a query map Q_h and key map K_h in R^{r x d} and a value/output map V_h in
 R^{d_out x d}. For a context X = (x_1, ..., x_N) and a query y,
 
     scores[h, i] = temperature * (<Q_h y, K_h x_i> + score_bias[h, i]),

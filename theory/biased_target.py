@@ -1,6 +1,6 @@
 """Theorem 3's target: a sum of biased nearest-neighbour functions, and its "simple + sawtooth" decomposition.
 
-PAPER.md section 4. The paper's exact biases, key law and normalisation are unknown (section 7, "Open items"); the
+docs/paper.md section 4. The paper's exact biases, key law and normalisation are unknown (section 7, "Open items"); the
 choices below are ours and every check that uses this module restates them.
 
 Assumptions (ours):

@@ -1,6 +1,6 @@
 """Theorem 2 as a computable, certified number, its two asymptotic regimes, and Fact 1's exact full-rank error.
 
-PAPER.md section 3. For N = 2 keys from D_2, any H-head rank-r generalized attention f satisfies
+docs/paper.md section 3. For N = 2 keys from D_2, any H-head rank-r generalized attention f satisfies
 
     E||f - f*||^2 >= B(d, r, H) = (1/2) sum_{k odd} e_k [1 - H rho_k]_+,   rho_k = C(k + r - 1, r - 1) / N(d, k),
 

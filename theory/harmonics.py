@@ -1,6 +1,6 @@
 """Spherical harmonics on S^{d-1}: dimensions, Gegenbauer polynomials and the Gegenbauer expansion of sign(t).
 
-Conventions (PAPER.md section 3, step 2):
+Conventions (docs/paper.md section 3, step 2):
 
 - ``t = <u, e>`` for ``u`` uniform on S^{d-1} has the density ``c_d (1 - t^2)^{(d-3)/2}`` on [-1, 1]; ``E[.]`` below is
   the expectation under that density.

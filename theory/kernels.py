@@ -1,6 +1,6 @@
 """Kernels of random rank-1 hardmax heads on D_2: the Grothendieck identity, head-vs-head C and head-vs-target b.
 
-Setting (PAPER.md sections 3 and 6). Under D_2 the keys x_1, x_2 are orthonormal and y is uniform and independent;
+Setting (docs/paper.md sections 3 and 6). Under D_2 the keys x_1, x_2 are orthonormal and y is uniform and independent;
 u = (x_1 - x_2) / sqrt 2 is uniform on the sphere and independent of y. A rank-1 hardmax head (q, k) with V = I picks
 x_1 iff <q, y> <k, x_1> > <q, y> <k, x_2>, i.e. iff s = sign<q, y> sign<k, u> = +1, so its output is
 f = (x_1 + x_2)/2 + s (x_1 - x_2)/2; the nearest-neighbour target is f* = (x_1 + x_2)/2 + sign<u, y> (x_1 - x_2)/2.

@@ -1,6 +1,6 @@
 """Error of the two-layer rank-1 majority vote of Theorem 5 (N = 2): exact quadrature, softmax bound, asymptote.
 
-PAPER.md section 5. The construction (constructions/majority_vote.py) uses H layer-1 heads with q_h = k_h unit vectors
+docs/paper.md section 5. The construction (constructions/majority_vote.py) uses H layer-1 heads, q_h = k_h unit vectors
 drawn uniformly; head h picks x_1 iff <q_h, y><q_h, x_1 - x_2> > 0 and writes the picked token's code (+1 for x_1,
 -1 for x_2) into the query's tally; the layer-2 head copies x_1 if the tally is positive, x_2 if negative, and their
 average on a tie (hardmax). The errors below are averages over the data (D_2 keys) AND over the random directions q_h:

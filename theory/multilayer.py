@@ -1,6 +1,6 @@
-"""The multi-layer theory transformer: the reference evaluator of every multi-layer construction and weight file.
+"""The multi-layer theory transformer: the reference evaluator of every multi-layer construction.
 
-PAPER.md section 5 (depth with concatenated positional/scratch coordinates). Semantics, fixed here once:
+docs/paper.md section 5 (depth with concatenated positional/scratch coordinates). Semantics, fixed here once:
 
 Streams. Every token carries a residual stream of width D = d + p. Context token i (i = 0 .. N-1) starts as
 ``[x_i, context_codes[i]]``, the query as ``[y, query_code]``: d content coordinates followed by p positional/scratch
@@ -23,7 +23,7 @@ Which tokens are updated is the ``update`` mode:
 
 Output: ``readout @ s_q`` after the last layer, a vector in R^d (readout has shape (d, D)).
 
-Reduction to one layer (the statement tested in tests/test_multilayer.py): for L = 1, p = 0 and readout = I_d,
+Reduction to one layer (the statement tested in tests/theory/test_multilayer.py): for L = 1, p = 0 and readout = I_d,
 ``multilayer_forward(w, X, y) - y == multihead_attention(Q, K, V, X, y)`` (the residual adds y; the attention update
 itself is exactly the single-layer reference evaluator's output), for every temperature.
 """
@@ -31,7 +31,6 @@ itself is exactly the single-layer reference evaluator's output), for every temp
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,7 +70,7 @@ class AttentionLayer:
 
 @dataclass(frozen=True)
 class MultiLayerWeights:
-    """Weights of the multi-layer theory transformer (the ``multi-layer`` weight-file layout).
+    """Weights of the multi-layer theory transformer (constructions/multilayer_layout.py writes them as files).
 
     Attributes:
         layers: the L layers, in order.
@@ -155,73 +154,10 @@ class MultiLayerWeights:
         """Head counts H_l per layer."""
         return [layer.heads for layer in self.layers]
 
-    def file_metadata(
-        self, construction: str, temperature: float, predicted_error: float, update: str = "query"
-    ) -> dict[str, object]:
-        """The metadata of the ``multi-layer`` weight-file layout that these weights determine, plus the given keys."""
-        return {
-            "construction": construction,
-            "d": self.d,
-            "p": self.p,
-            "N": self.N,
-            "L": len(self.layers),
-            "H": self.layer_heads,
-            "r": self.rank,
-            "temperature": temperature,
-            "predicted_error": predicted_error,
-            "layout": "multi-layer",
-            "update": update,
-        }
 
-    def to_tensors(self) -> dict[str, FloatArray]:
-        """The tensors under the names of the ``multi-layer`` weight-file layout (constructions/weights_io.py)."""
-        tensors = {
-            "context_codes": self.context_codes,
-            "query_code": self.query_code,
-            "readout": self.readout,
-        }
-        for index, layer in enumerate(self.layers):
-            tensors[f"layers.{index}.Q"] = layer.Q
-            tensors[f"layers.{index}.K"] = layer.K
-            tensors[f"layers.{index}.V"] = layer.V
-        return tensors
-
-    @classmethod
-    def from_tensors(cls, tensors: Mapping[str, Any]) -> MultiLayerWeights:
-        """Build from tensors named as in the ``multi-layer`` weight-file layout (layers.{l}.Q/K/V, codes, readout)."""
-        missing = [name for name in ("context_codes", "query_code", "readout") if name not in tensors]
-        if missing:
-            raise ValueError(f"tensors is missing {', '.join(missing)}")
-        layers = []
-        index = 0
-        while f"layers.{index}.Q" in tensors:
-            names = [f"layers.{index}.{m}" for m in ("Q", "K", "V")]
-            absent = [name for name in names if name not in tensors]
-            if absent:
-                raise ValueError(f"tensors is missing {', '.join(absent)}")
-            layers.append(AttentionLayer(*(np.asarray(tensors[name], dtype=np.float64) for name in names)))
-            index += 1
-        known = {"context_codes", "query_code", "readout"} | {
-            f"layers.{i}.{m}" for i in range(index) for m in ("Q", "K", "V")
-        }
-        unexpected = sorted(set(tensors) - known)
-        if unexpected:
-            raise ValueError(f"tensors has unexpected names {', '.join(unexpected)} (layers must be numbered 0 .. L-1)")
-        return cls(
-            layers=tuple(layers),
-            context_codes=np.asarray(tensors["context_codes"], dtype=np.float64),
-            query_code=np.asarray(tensors["query_code"], dtype=np.float64),
-            readout=np.asarray(tensors["readout"], dtype=np.float64),
-        )
-
-
-def as_multilayer_weights(weights: MultiLayerWeights | Mapping[str, Any]) -> MultiLayerWeights:
-    """Accept a `MultiLayerWeights` or a mapping of weight-file tensor names; return a validated `MultiLayerWeights`."""
-    if isinstance(weights, MultiLayerWeights):
-        return weights
-    if isinstance(weights, Mapping):
-        return MultiLayerWeights.from_tensors(weights)
-    raise ValueError(f"weights must be a MultiLayerWeights or a mapping of tensor names, got {type(weights).__name__}")
+def _check_weights(weights: MultiLayerWeights) -> None:
+    if not isinstance(weights, MultiLayerWeights):
+        raise ValueError(f"weights must be a MultiLayerWeights, got {type(weights).__name__}")
 
 
 def _layer_update(layer: AttentionLayer, context: FloatArray, queries: FloatArray, temperature: float) -> FloatArray:
@@ -245,7 +181,7 @@ def _layer_update(layer: AttentionLayer, context: FloatArray, queries: FloatArra
 
 
 def multilayer_streams(
-    weights: MultiLayerWeights | Mapping[str, Any],
+    weights: MultiLayerWeights,
     X: Any,
     y: Any,
     temperature: float = math.inf,
@@ -254,7 +190,7 @@ def multilayer_streams(
     """Final residual streams of the query and the context tokens (no batching; see `multilayer_forward`).
 
     Args:
-        weights: a `MultiLayerWeights` or a mapping of weight-file tensor names.
+        weights: the network.
         X: (n, N, d) contexts (N must equal the weights' context length).
         y: (n, d) queries.
         temperature: inverse temperature > 0 shared by all layers; math.inf is hardmax.
@@ -263,7 +199,7 @@ def multilayer_streams(
     Returns:
         (query streams (n, D), context streams (n, N, D)).
     """
-    weights = as_multilayer_weights(weights)
+    _check_weights(weights)
     temperature = check_temperature(temperature)
     update = check_choice("update", update, UPDATE_MODES)
     X = check_array("X", X, ndim=3)
@@ -291,7 +227,7 @@ def multilayer_streams(
 
 
 def multilayer_forward(
-    weights: MultiLayerWeights | Mapping[str, Any],
+    weights: MultiLayerWeights,
     X: Any,
     y: Any,
     temperature: float = math.inf,
@@ -301,7 +237,7 @@ def multilayer_forward(
     """Output readout @ s_q of the multi-layer theory transformer (semantics in the module docstring).
 
     Args:
-        weights: a `MultiLayerWeights` or a mapping of weight-file tensor names.
+        weights: the network.
         X: (n, N, d) contexts.
         y: (n, d) queries.
         temperature: inverse temperature > 0 shared by all layers; math.inf is hardmax (uniform over exact ties).
@@ -311,7 +247,7 @@ def multilayer_forward(
     Returns:
         (n, d) outputs.
     """
-    weights = as_multilayer_weights(weights)
+    _check_weights(weights)
     X = check_array("X", X, ndim=3)
     y = check_array("y", y)
     n = X.shape[0]

@@ -1,6 +1,6 @@
 """Monte Carlo error of the rank-1 plurality vote over N tokens, with fresh random heads for every sample.
 
-PAPER.md section 5 (Conjecture 6 evidence). Each of H heads draws a direction q uniform on S^{d-1} and picks
+docs/paper.md section 5 (Conjecture 6 evidence). Each of H heads draws a direction q uniform on S^{d-1} and picks
 argmax_j <q, y><q, x_j>; the prediction is the token with the most picks (ties to the lowest index). This is what
 constructions/tournament.py computes exactly under hardmax (and, for N = 2 with odd H, what the majority vote
 computes), averaged over random constructions because every sample gets its own heads.

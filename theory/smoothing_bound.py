@@ -1,6 +1,6 @@
 """The Gaussian-smoothing lower bound of Theorem 3: low-rank heads barely correlate with the sawtooth part.
 
-PAPER.md section 4 (the argument is only sketched there; the derivation and constants below are ours).
+docs/paper.md section 4 (the argument is only sketched there; the derivation and constants below are ours).
 
 Setting (theory/biased_target.py): F = A + O with O = z psi(s), z = x_1 - x_2, s = <z, y>, psi(s) = saw(s / delta),
 y ~ N(0, I_d) independent of the keys. A head h of rank r (generalized attention) outputs f_h = V_h sum_i w_{h,i} x_i,

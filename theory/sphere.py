@@ -1,6 +1,6 @@
 """Geometry and sampling on the unit sphere S^{d-1}: uniform points, the D_N key distribution, coordinate laws.
 
-Distributions used throughout the paper (PAPER.md section 1):
+Distributions used throughout the paper (docs/paper.md section 1):
 
 - uniform on S^{d-1}: a standard Gaussian vector divided by its norm (rotation invariance of the Gaussian);
 - D_N keys: the first N columns of a Haar-random orthogonal d x d matrix, stored as the N rows of an (N, d) array;

@@ -1,6 +1,6 @@
 """Target functions of the paper: nearest neighbour, farthest point (self-attention form), biased nearest neighbour.
 
-PAPER.md section 1 (nearest neighbour f*(X, y) = x_{argmax_i <x_i, y>}), section 4 (biased nearest neighbour with a
+docs/paper.md section 1 (nearest neighbour f*(X, y) = x_{argmax_i <x_i, y>}), section 4 (biased nearest neighbour with a
 bias inside the score, N = 2) and section 6 (the experiments' self-attention task: each token's target is the
 farthest token, x_{argmin_j <x_i, x_j>}). Exact ties (probability zero under the sampling distributions) go to the
 lowest index, as numpy's argmax/argmin do.

@@ -1,1 +1,1 @@
-"""analysis"""
+"""Analysis: the science behind the figures and reports (rows, fits, trained-model summaries); draws nothing."""

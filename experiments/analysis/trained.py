@@ -33,8 +33,10 @@ import numpy.typing as npt
 import torch
 
 from experiments.models.attention import RankedMultiheadAttention
+from experiments.tasks import AveragingBaseline, LeastSquaresBaseline, LinearRegressionTask, estimate_task_error
+from experiments.training.run import load_trained_model
 from theory.bounds import rank_lower_bound
-from theory.monte_carlo import DEFAULT_Z
+from theory.monte_carlo import DEFAULT_Z, MeanAccumulator
 from theory.validation import check_array, check_int
 
 FloatArray = npt.NDArray[np.float64]
@@ -142,8 +144,6 @@ def trained_vs_bound(
         dict: error mean, stderr, n_samples, upper end mean + 4 s.e., bound lower/upper, bound_applies, consistent
         (mean + 4 s.e. >= bound lower), d, r, H.
     """
-    from experiments.tasks import estimate_task_error
-
     n_samples = check_int("n_samples", n_samples, minimum=2)
     if not theorem2_applicable(config):
         raise ValueError("trained_vs_bound needs a one-layer run on task nearest with N = 2 and orthonormal keys")
@@ -186,14 +186,11 @@ def icl_error_curves(
     Returns:
         name -> {"examples": [0 .. N-1], "error": [...], "stderr": [...]}: error = E (f - y_i)^2 / d at i examples.
     """
-    from experiments.tasks import LinearRegressionTask
-
     if not isinstance(task, LinearRegressionTask):
         raise ValueError(f"task must be the icl task, got {getattr(task, 'name', type(task).__name__)!r}")
     n_samples = check_int("n_samples", n_samples, minimum=2)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    sums = {name: torch.zeros(task.N, dtype=torch.float64) for name in predictors}
-    squares = {name: torch.zeros(task.N, dtype=torch.float64) for name in predictors}
+    accumulators = {name: MeanAccumulator((task.N,)) for name in predictors}
     generator = torch.Generator().manual_seed(seed)
     done = 0
     with torch.no_grad():
@@ -204,17 +201,15 @@ def icl_error_curves(
                 device = next(predictor.parameters()).device if isinstance(predictor, torch.nn.Module) else "cpu"
                 batch = raw.to(device, torch.float32 if isinstance(predictor, torch.nn.Module) else torch.float64)
                 errors = task.error_by_position(predictor(batch).to("cpu", torch.float64), raw.target)  # (m, N)
-                sums[name] += errors.sum(dim=0)
-                squares[name] += errors.pow(2).sum(dim=0)
+                accumulators[name].add(errors.numpy())
             done += m
-    curves = {}
-    for name in predictors:
-        mean = sums[name] / n_samples  # (N,)
-        variance = (squares[name] / n_samples - mean.pow(2)).clamp_min(0.0) * n_samples / (n_samples - 1)
+    curves: dict[str, dict[str, list[float]]] = {}
+    for name, accumulator in accumulators.items():
+        estimates = accumulator.estimates()  # one per position
         curves[name] = {
-            "examples": list(range(task.N)),
-            "error": mean.tolist(),
-            "stderr": (variance / n_samples).sqrt().tolist(),
+            "examples": [*range(task.N)],  # ints; list[float] by promotion
+            "error": [e.mean for e in estimates],
+            "stderr": [e.stderr for e in estimates],
         }
     return curves
 
@@ -230,8 +225,6 @@ def analyze_run(out_dir: Path, n_samples: int = 100_000, seed: int = 12345) -> d
     Returns:
         dict with "run" (config summary), "layers" (per layer: sum and per-head summaries) and optionally "theorem2".
     """
-    from experiments.training.loop import load_trained_model
-
     config, task, model = load_trained_model(Path(out_dir))
     report: dict[str, Any] = {
         "run": {
@@ -249,8 +242,6 @@ def analyze_run(out_dir: Path, n_samples: int = 100_000, seed: int = 12345) -> d
     if theorem2_applicable(config):
         report["theorem2"] = trained_vs_bound(config, task, model, n_samples=n_samples, seed=seed)
     if config.task == "icl":
-        from experiments.tasks import AveragingBaseline, LeastSquaresBaseline
-
         predictors = {"model": model, "least_squares": LeastSquaresBaseline(), "averaging": AveragingBaseline()}
         report["icl"] = icl_error_curves(predictors, task, n_samples=min(n_samples, 20_000), seed=seed)
     return report

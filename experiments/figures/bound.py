@@ -1,9 +1,9 @@
 """The bound-curve figure: Theorem 2's lower bound vs the number of heads, one line per rank, with measured overlays.
 
 ``draw_bound_figure(path, d=64, ranks=..., overlays={"random rank-1 heads": (H, err)})`` draws the certified lower
-end of ``theory.bounds.rank_lower_bound`` on log-log axes (H from 1 to ``max_heads``) and any measured error curves
-(e.g. the random-feature errors of constructions/random_features.py) as markers on top. Used by the Theorem 2 paper
-check under ``attnrank check --full`` and by other figure commands.
+end of ``theory.bounds.rank_lower_bound`` (computed by `experiments.analysis.bound_curves`) on log-log axes (H from 1
+to ``max_heads``) and any measured error curves (e.g. the random-feature errors of constructions/random_features.py)
+as markers on top. Used by the Theorem 2 paper check under ``attnrank check --full`` and by other figure commands.
 """
 
 from __future__ import annotations
@@ -11,31 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import numpy.typing as npt
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import numpy.typing as npt  # noqa: E402
-
-from theory.bounds import rank_lower_bound  # noqa: E402
-from theory.validation import check_array, check_dimension, check_int, check_rank  # noqa: E402
+from experiments.analysis.bound_curves import bound_curve
+from theory.validation import check_array, check_dimension, check_int, check_rank
 
 DEFAULT_RANKS = (1, 2, 4, 8, 16, 32)
-
-
-def bound_curve(d: int, r: int, heads: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """Certified lower ends of Theorem 2's bound at the given head counts.
-
-    Args:
-        d: dimension >= 2.  r: rank, 1 <= r <= d.  heads: (m,) head counts (integers >= 1).
-    Returns:
-        (m,) lower bounds.
-    """
-    d = check_dimension(d)
-    r = check_rank(r, d)
-    values = check_array("heads", heads, ndim=1)
-    return np.array([rank_lower_bound(d, r, int(h)).lower for h in values])
 
 
 def draw_bound_figure(

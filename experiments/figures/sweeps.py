@@ -1,39 +1,169 @@
 """One PNG per sweep figure, drawn from the results store only (the paper's axes and log scales).
 
-Each figure kind of `experiments.sweeps.presets` maps to a drawing function ``(records, path, title) -> path``.
-A record is one run's spec fields merged with its metrics (see `experiments.reporting.sweep_report.sweep_records`);
-training figures plot the
-best seed's lowest epoch-mean training loss, as the paper does.
+Each figure kind of `experiments.sweeps.presets` maps to a drawing function ``(records, path, title) -> path`` in
+:data:`FIGURES`. A record is one run's spec fields merged with its metrics (see
+`experiments.reporting.sweep_report.sweep_records`). What a reader of the paper needs is on every figure:
+
+- the parameters in the title (:func:`parameter_line`: d, N, L, c, steps x batch, lr, seeds);
+- training losses as the paper plots them (the best seed's lowest epoch-mean training loss, a line with markers)
+  with the spread over seeds as a band (best to worst seed, `experiments.sweeps.claims.seed_spread`);
+- the paper's published numbers as black markers where they apply (figures in :data:`DRAWS_PAPER_NUMBERS` take a
+  ``paper`` keyword: `experiments.sweeps.presets.PaperNumber` cells, matched by rank class so a smaller d is
+  comparable; ranges as vertical bars);
+- the certified bound where it applies (bound-vs-trained, `experiments.figures.trained`);
+- log axes where the paper uses them, ticks at the values actually run (rank labels, full rank marked).
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from experiments.analysis.best_seed import Record
+from experiments.figures.depth_trained import plot_depth_trained
+from experiments.figures.trained import plot_trained_vs_bound
+from experiments.sweeps.claims import paper_plateau, seed_spread
+from experiments.sweeps.presets import PaperNumber
 
-from experiments.figures.trained import plot_trained_vs_bound  # noqa: E402
+PAPER_D = 64
+"""The paper's dimension for Figure 1 and its appendices (docs/paper.md section 6)."""
 
-Record = Mapping[str, Any]
+_PARAMETERS = (("d", "d"), ("N", "N"), ("layers", "L"), ("width", "c"), ("embed_dim", "D"), ("positional_dim", "p"))
 
 
-def best_over_seeds(records: Sequence[Record], keys: Sequence[str]) -> dict[tuple[Any, ...], float]:
-    """min over seeds of best_loss, per distinct value of ``keys`` (finished runs with a finite loss only)."""
-    best: dict[tuple[Any, ...], float] = {}
-    for record in records:
-        loss = record.get("best_loss")
-        if record.get("status") != "finished" or not isinstance(loss, (int, float)) or not np.isfinite(loss):
+def _values(records: Sequence[Record], key: str) -> list[Any]:
+    return sorted({r[key] for r in records if key in r and r[key] is not None}, key=lambda v: (str(type(v)), v))
+
+
+def _joined(values: Sequence[Any]) -> str:
+    return "/".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values)
+
+
+def parameter_line(records: Sequence[Record]) -> str:
+    """The runs' parameters in one line: ``d=16, N=8, L=1, c=1, 600 steps x 128, lr 0.01, FFN 64, 2 seeds``.
+
+    A field with several values lists them (``N=2/4/8/16``); random-feature solves give d, the largest H and draws.
+    """
+    if not records:
+        return "no runs"
+    if all(r.get("kind") == "random-features" or "head_counts" in r and "steps" not in r for r in records):
+        top = max(int(max(r["head_counts"])) for r in records if r.get("head_counts"))
+        draws = len(_values(records, "trial"))
+        return f"d={_joined(_values(records, 'd'))}, H <= {top}, {draws} draw{'s' if draws != 1 else ''}"
+    parts = []
+    for key, short in _PARAMETERS:
+        values = _values(records, key)
+        if values and not (key in ("embed_dim", "positional_dim") and values == [0]):
+            parts.append(f"{short}={_joined(values)}")
+    steps, batch = _values(records, "steps"), _values(records, "batch_size")
+    if steps:
+        parts.append(f"{_joined(steps)} steps" + (f" x {_joined(batch)}" if batch else ""))
+    lr = _values(records, "lr")
+    if lr:
+        parts.append(f"lr {_joined(lr)}")
+    ffn = _values(records, "ffn_dim")
+    if ffn:
+        parts.append(f"FFN {_joined(ffn)}")
+    temperature = _values(records, "temperature")
+    if temperature and temperature != [1.0]:
+        parts.append(f"score temperature {_joined(temperature)}")
+    seeds = len(_values(records, "seed"))
+    if seeds:
+        parts.append(f"{seeds} seed{'s' if seeds != 1 else ''}")
+    return ", ".join(parts)
+
+
+def _ticks(ax: Axes, values: Sequence[float], labels: Mapping[float, str] | None = None) -> None:
+    """Ticks exactly at the values run (no log-axis minor ticks), labelled with the integers (or ``labels``)."""
+    ticks = sorted(set(values))
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([(labels or {}).get(t, f"{t:g}") for t in ticks], fontsize=7)
+
+
+def plain_log_labels(ax: Axes) -> None:
+    """Label a log y axis with plain numbers (0.01, 0.1) instead of 10^-2; minor ticks 2, 3 and 5 x 10^k too when the
+    axis spans less than two decades (so a narrow axis still has readable labels)."""
+
+    def minor(value: float, _: object) -> str:
+        low, high = ax.get_ylim()
+        if value <= 0 or low <= 0 or high / low > 100:
+            return ""
+        mantissa = value / 10 ** math.floor(math.log10(value))
+        return f"{value:g}" if round(mantissa) in (2, 3, 5) and abs(mantissa - round(mantissa)) < 1e-6 else ""
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(minor))
+    ax.tick_params(axis="y", which="both", labelsize=7)
+
+
+def _paper_x(number: PaperNumber, x: str, ds: Sequence[int], xs: Sequence[float]) -> list[float]:
+    """Where a paper cell sits on our x axis: its own x value, or the ranks of its rank class at our d."""
+    where = number.where
+    if x in where and where[x] != "max":
+        return [float(where[x])]
+    if x == "rank" and "rank_class" in where and ds:
+        d = max(ds)
+        cls = where["rank_class"]
+        if cls == "full":
+            return [float(d)]
+        if cls == "half":
+            return [float(d // 2)]
+        if cls == "low":
+            return [float(v) for v in xs if 4 * v <= d]
+    return []
+
+
+def _draw_paper(
+    ax: Axes,
+    paper: Sequence[PaperNumber],
+    x: str,
+    where: Mapping[str, Any],
+    colours: Mapping[tuple[str, Any], str],
+    ds: Sequence[int],
+    xs: Sequence[float],
+) -> bool:
+    """Draw the paper's cells that fall on this panel (``where``: the panel's key and value), on a series we ran
+    (``colours``: (series key, value) -> colour; a cell naming another value is skipped) and inside our x range."""
+    drawn = False
+    lo, hi = (min(xs), max(xs)) if xs else (math.inf, -math.inf)
+    for number in paper:
+        if any(k in number.where and number.where[k] != v for k, v in where.items()):
             continue
-        key = tuple(record[k] for k in keys)
-        best[key] = min(best.get(key, np.inf), float(loss))
-    return best
+        colour = "black"
+        named = [(k, v) for k, v in number.where.items() if any(k == key for key, _ in colours)]
+        if any(pair not in colours for pair in named):
+            continue  # a series (e.g. width c = 64) that we did not run
+        if named:
+            colour = colours[named[0]]
+        positions = [v for v in _paper_x(number, x, ds, xs) if lo <= v <= hi]
+        low, high = number.value
+        for v in positions:
+            label = None if drawn else "paper (d=64; by rank class)"
+            if low == high:
+                ax.plot([v], [low], marker="x", color=colour, markersize=8, linestyle="none", label=label)
+            elif low <= 0:  # "at most high": a downward triangle at the upper end
+                ax.plot([v], [high], marker="v", color=colour, markersize=6, linestyle="none", label=label)
+            else:
+                ax.errorbar(
+                    [v],
+                    [math.sqrt(low * high)],
+                    yerr=[[math.sqrt(low * high) - low], [high - math.sqrt(low * high)]],
+                    fmt="none",
+                    ecolor=colour,
+                    capsize=4,
+                    label=label,
+                )
+            drawn = True
+    return drawn
 
 
 def _line_figure(
@@ -45,86 +175,183 @@ def _line_figure(
     series: str,
     panel: str | None,
     xlabel: str,
+    series_label: Callable[[Any], str] | None = None,
+    paper: Sequence[PaperNumber] = (),
     logx: bool = True,
-    logy: bool = True,
-    base: int = 2,
 ) -> Path:
     keys = [k for k in (panel, series, x) if k is not None]
-    best = best_over_seeds(records, keys)
-    panels = sorted({k[0] for k in best}) if panel else [None]
-    fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(4.2 * max(len(panels), 1), 3.6), squeeze=False)
+    spread = seed_spread(records, keys)
+    panels = sorted({k[0] for k in spread}) if panel else [None]
+    ds = [int(v) for v in _values(records, "d")]
+    fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(4.4 * max(len(panels), 1), 3.8), squeeze=False)
     for ax, p in zip(axes[0], panels, strict=False):
-        lines: dict[Any, list[tuple[Any, float]]] = defaultdict(list)
-        for key, loss in best.items():
+        lines: dict[Any, list[tuple[float, float, float]]] = defaultdict(list)
+        for key, (best, worst) in spread.items():
             if panel and key[0] != p:
                 continue
-            s, xv = key[-2], key[-1]
-            lines[s].append((xv, loss))
-        for s in sorted(lines, key=str):
+            lines[key[-2]].append((float(key[-1]), best, worst))
+        xs = sorted({pt[0] for pts in lines.values() for pt in pts})
+        colours: dict[tuple[str, Any], str] = {}
+        for index, s in enumerate(sorted(lines, key=str)):
             pts = sorted(lines[s])
-            ax.plot([a for a, _ in pts], [b for _, b in pts], marker="o", label=f"{series}={s}")
+            colour = f"C{index % 10}"
+            colours[(series, s)] = colour
+            label = series_label(s) if series_label else f"{series}={s}"
+            ax.plot([a for a, _, _ in pts], [b for _, b, _ in pts], marker="o", color=colour, label=label)
+            if any(w > b for _, b, w in pts):
+                ax.fill_between(
+                    [a for a, _, _ in pts],
+                    [b for _, b, _ in pts],
+                    [w for _, _, w in pts],
+                    color=colour,
+                    alpha=0.2,
+                    linewidth=0,
+                )
+        _draw_paper(ax, paper, x, {panel: p} if panel else {}, colours, ds, xs)
         if logx:
-            ax.set_xscale("log", base=base)
-        if logy:
-            ax.set_yscale("log")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("best training MSE (best seed)")
-        ax.set_title(f"{panel}={p}" if panel else title, fontsize=9)
+            ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        plain_log_labels(ax)
+        if xs:
+            labels = {float(d): f"{d}\n(full)" for d in ds} if x == "rank" and len(ds) == 1 else None
+            _ticks(ax, xs, labels)
+        ax.set_xlabel(xlabel, fontsize=8)
+        ax.set_ylabel("training MSE: best seed (line), seed range (band)", fontsize=7)
+        ax.set_title(f"{panel_name(panel)}={p}" if panel else "", fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
         if lines:
             ax.legend(fontsize=7)
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(f"{title}\n{parameter_line(records)}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
-def plot_fig1(records: Sequence[Record], path: Path, title: str) -> Path:
-    """Figure 1: loss against rank (log2 axis), one line per width c, one panel per depth L."""
-    return _line_figure(records, path, title, x="rank", series="width", panel="layers", xlabel="rank r")
+def panel_name(key: str | None) -> str:
+    """The paper's symbol for a panel key (layers -> L)."""
+    return {"layers": "L", "width": "c"}.get(key or "", key or "")
 
 
-def plot_vs_context(records: Sequence[Record], path: Path, title: str) -> Path:
+def plot_fig1(records: Sequence[Record], path: Path, title: str, *, paper: Sequence[PaperNumber] = ()) -> Path:
+    """Figure 1: loss against rank (log2 axis), one line per width c, one panel per depth L; paper values as x."""
+    return _line_figure(
+        records,
+        path,
+        title,
+        x="rank",
+        series="width",
+        panel="layers",
+        xlabel="rank r (H = d / r heads)",
+        series_label=lambda c: f"c={c}",
+        paper=paper,
+    )
+
+
+def plot_vs_context(records: Sequence[Record], path: Path, title: str, *, paper: Sequence[PaperNumber] = ()) -> Path:
     """Varying N (and Conjecture 6): loss against N (log2 axis), one line per rank, one panel per depth."""
-    return _line_figure(records, path, title, x="N", series="rank", panel="layers", xlabel="context length N")
+    d = max((int(v) for v in _values(records, "d")), default=0)
+    rank_of = {"full": d, "half": d // 2}
+    paper_cells = [
+        PaperNumber(n.label, n.value, {k: v for k, v in n.where.items() if k != "rank_class"} | {"rank": rank_of[c]})
+        if (c := n.where.get("rank_class")) in rank_of
+        else n
+        for n in paper
+        if n.where.get("rank_class") in (None, "full", "half")
+    ]
+    return _line_figure(
+        records,
+        path,
+        title,
+        x="N",
+        series="rank",
+        panel="layers",
+        xlabel="context length N",
+        series_label=lambda r: f"r={r}{' (full)' if r == d else ''}",
+        paper=paper_cells,
+    )
 
 
 def plot_vs_dimension(records: Sequence[Record], path: Path, title: str) -> Path:
     """Varying d: loss against d (log2 axis), one line per relative rank d / r."""
-    enriched = [{**r, "d_over_r": r["d"] // r["rank"]} for r in records]
-    return _line_figure(enriched, path, title, x="d", series="d_over_r", panel="layers", xlabel="dimension d")
+    enriched = [{**r, "d_over_r": r["d"] // r["rank"]} for r in records if "rank" in r]
+    return _line_figure(
+        enriched,
+        path,
+        title,
+        x="d",
+        series="d_over_r",
+        panel="layers",
+        xlabel="dimension d",
+        series_label=lambda k: "full rank (r = d)" if k == 1 else f"r = d/{k}",
+    )
 
 
-def plot_positional(records: Sequence[Record], path: Path, title: str) -> Path:
-    """Positional encodings: loss against rank, one line per encoding kind, one panel per depth."""
-    return _line_figure(records, path, title, x="rank", series="positional", panel="layers", xlabel="rank r")
+def plot_positional(records: Sequence[Record], path: Path, title: str, *, paper: Sequence[PaperNumber] = ()) -> Path:
+    """Positional encodings: loss against rank, one line per encoding kind, one panel per depth; the paper's cells
+    (d = 64) at the same relative rank r / d of our d."""
+    d = max((int(v) for v in _values(records, "d")), default=PAPER_D)
+    cells = [
+        PaperNumber(n.label, n.value, {**n.where, "rank": int(n.where["rank"]) * d // PAPER_D})
+        for n in paper
+        if "rank" in n.where and int(n.where["rank"]) * d % PAPER_D == 0
+    ]
+    return _line_figure(
+        records,
+        path,
+        title,
+        x="rank",
+        series="positional",
+        panel="layers",
+        xlabel="rank r",
+        series_label=lambda p: f"positions: {p}",
+        paper=cells,
+    )
 
 
 def plot_icl(records: Sequence[Record], path: Path, title: str) -> Path:
     """In-context regression: loss against rank at fixed H = D / r (D: the model width)."""
     return _line_figure(
-        records, path, title, x="rank", series="layers", panel=None, xlabel="rank r (H = D / r, D = model width)"
+        records,
+        path,
+        title,
+        x="rank",
+        series="layers",
+        panel=None,
+        xlabel="rank r (H = D / r heads, D = width)",
+        series_label=lambda L: f"L={L}",
     )
 
 
-def plot_random_features(records: Sequence[Record], path: Path, title: str) -> Path:
-    """Random rank-1 heads: error against H (log axis), mean and range over draws, one line per d."""
+def plot_random_features(
+    records: Sequence[Record], path: Path, title: str, *, paper: Sequence[PaperNumber] = ()
+) -> Path:
+    """Random rank-1 heads: error against H (log2 axis), mean and range over draws, one line per d; the paper's
+    plateau (0.18; 0.13 at d = 8) as dotted lines."""
     curves: dict[int, list[tuple[list[int], list[float]]]] = defaultdict(list)
     for r in records:
         if r.get("status") == "finished" and "errors" in r:
             curves[int(r["d"])].append((list(r["head_counts"]), list(r["errors"])))
-    fig, ax = plt.subplots(figsize=(5.0, 3.8))
-    for d in sorted(curves):
+    fig, ax = plt.subplots(figsize=(5.4, 4.0))
+    for index, d in enumerate(sorted(curves)):
         counts = curves[d][0][0]
         errors = np.asarray([e for c, e in curves[d] if c == counts])  # (T, P)
-        ax.plot(counts, errors.mean(axis=0), marker=".", label=f"d={d} ({errors.shape[0]} draws)")
-        ax.fill_between(counts, errors.min(axis=0), errors.max(axis=0), alpha=0.2)
-    ax.axhline(0.18, color="grey", linestyle=":", label="paper plateau 0.18")
+        colour = f"C{index % 10}"
+        ax.plot(counts, errors.mean(axis=0), marker=".", color=colour, label=f"d={d} (mean of {errors.shape[0]} draws)")
+        ax.fill_between(counts, errors.min(axis=0), errors.max(axis=0), color=colour, alpha=0.2, linewidth=0)
+    plateaus = sorted({paper_plateau(d) for d in curves} | {n.value[0] for n in paper})
+    for value in plateaus:
+        ax.axhline(value, color="black", linestyle=":", linewidth=1)
+        ax.annotate(f"paper plateau {value:g}", (1, value), fontsize=7, va="bottom")
     ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    plain_log_labels(ax)
+    if curves:
+        counts = next(iter(curves.values()))[0][0]
+        _ticks(ax, counts[:: max(1, len(counts) // 8)])
     ax.set_xlabel("heads H")
     ax.set_ylabel("error with optimal output weights")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(f"{title}\n{parameter_line(records)}", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -134,15 +361,14 @@ def plot_random_features(records: Sequence[Record], path: Path, title: str) -> P
 
 
 def plot_bound_vs_trained(records: Sequence[Record], path: Path, title: str) -> Path:
-    """Trained one-layer error (Monte Carlo, 4 s.e. bars) against H beside rank_lower_bound(d, r, H) curves.
+    """Trained one-layer error (Monte Carlo, 4 s.e. bars) against H beside the certified rank_lower_bound(d, r, H)
+    curves, drawn by `experiments.figures.trained.plot_trained_vs_bound` from each run's stored "theorem2" metrics."""
+    runs = [r for r in records if r.get("status") == "finished" and "theorem2" in r]
+    theorem2 = [dict(r["theorem2"]) for r in runs]
+    return plot_trained_vs_bound(theorem2, path, title=f"{title}\n{parameter_line(runs)}")
 
-    Drawn by `experiments.figures.trained.plot_trained_vs_bound` from each run's stored "theorem2" metrics.
-    """
-    theorem2 = [dict(r["theorem2"]) for r in records if r.get("status") == "finished" and "theorem2" in r]
-    return plot_trained_vs_bound(theorem2, path)
 
-
-FIGURES: dict[str, Callable[[Sequence[Record], Path, str], Path]] = {
+FIGURES: dict[str, Callable[..., Path]] = {
     "fig1": plot_fig1,
     "figN": plot_vs_context,
     "figd": plot_vs_dimension,
@@ -151,4 +377,9 @@ FIGURES: dict[str, Callable[[Sequence[Record], Path, str], Path]] = {
     "icl": plot_icl,
     "bound-vs-trained": plot_bound_vs_trained,
     "conjecture6": plot_vs_context,
+    "depth": plot_depth_trained,
 }
+"""Figure kind -> drawing function ``(records, path, title) -> path``."""
+
+DRAWS_PAPER_NUMBERS = frozenset({"fig1", "figN", "posn", "random-features"})
+"""Figure kinds whose drawing function also takes ``paper=`` (the preset's PaperNumber cells) and draws them."""

@@ -17,14 +17,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from theory.bounds import rank_lower_bound  # noqa: E402
-from theory.monte_carlo import DEFAULT_Z  # noqa: E402
+from experiments.analysis.bound_curves import bound_curve
+from experiments.figures import use_file_backend
+from theory.monte_carlo import DEFAULT_Z
 
 REQUIRED = ("d", "r", "H", "error", "error_stderr")
 
@@ -43,13 +41,16 @@ def records_from_runs(run_dirs: Iterable[Path]) -> list[dict[str, Any]]:
     return records
 
 
-def plot_trained_vs_bound(records: Sequence[Mapping[str, Any]], path: Path, *, max_heads: int | None = None) -> Path:
+def plot_trained_vs_bound(
+    records: Sequence[Mapping[str, Any]], path: Path, *, max_heads: int | None = None, title: str | None = None
+) -> Path:
     """Draw trained errors (with 4 s.e. bars) and the bound curves H -> rank_lower_bound(d, r, H), per rank.
 
     Args:
         records: dicts with d, r, H, error, error_stderr (one d for all).
         path: output image file.
         max_heads: right end of the H axis (default: 4 times the largest H among the records).
+        title: figure title (default: names d); the sweep report adds the runs' parameters.
 
     Returns:
         the path written.
@@ -69,8 +70,8 @@ def plot_trained_vs_bound(records: Sequence[Mapping[str, Any]], path: Path, *, m
     figure, axis = plt.subplots(figsize=(6.0, 4.0))
     for index, rank in enumerate(sorted({int(r["r"]) for r in records})):
         colour = f"C{index % 10}"
-        bound = [rank_lower_bound(d, rank, int(h)).lower for h in grid]
-        axis.plot(grid, bound, color=colour, label=f"bound r = {rank}")
+        bound = bound_curve(d, rank, grid)  # (n_grid,)
+        axis.plot(grid, bound, color=colour, label=f"certified bound r = {rank}")
         points = [r for r in records if int(r["r"]) == rank]
         axis.errorbar(
             [int(p["H"]) for p in points],
@@ -81,10 +82,13 @@ def plot_trained_vs_bound(records: Sequence[Mapping[str, Any]], path: Path, *, m
             capsize=3,
             label=f"trained r = {rank}",
         )
-    axis.set_xscale("log")
+    axis.set_xscale("log", base=2)
+    axis.set_yscale("log", nonpositive="mask")  # a bound of 0 (H large enough) is not drawn
     axis.set_xlabel("heads H")
     axis.set_ylabel("E ||f - f*||^2 (nearest, N = 2, D_2)")
-    axis.set_title(f"Trained one-layer attention vs Theorem 2 bound, d = {d}")
+    heading = f"Trained one-layer attention vs Theorem 2 bound, d = {d}"
+    axis.set_title(heading if title is None else f"{heading}\n{title}", fontsize=9)
+    axis.grid(True, which="both", alpha=0.3)
     axis.legend(fontsize=7)
     figure.tight_layout()
     path = Path(path)
@@ -99,6 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("run_dirs", nargs="+", type=Path, help="analysed run directories")
     parser.add_argument("--out", type=Path, required=True, help="output image")
     args = parser.parse_args(argv)
+    use_file_backend()
     try:
         print(plot_trained_vs_bound(records_from_runs(args.run_dirs), args.out))
     except ValueError as exc:

@@ -1,6 +1,6 @@
 """Multi-head attention whose head count H and query/key rank r are independent, vectorised across heads.
 
-PAPER.md sections 1 and 6. One module holds all H heads of a layer. Head h has a query map W_q^h and a key map
+docs/paper.md sections 1 and 6. One module holds all H heads of a layer. Head h has a query map W_q^h and a key map
 W_k^h in R^{r x d} (rows of ``in_proj_weight``) with optional biases. For queries z_j (rows of ``x_query``) and
 context tokens x_i (rows of ``x_context``) its scores are
 
@@ -20,7 +20,7 @@ Two value/output maps:
         out_j = (1/c) sum_b ( sum_{h in b} O^h sum_i w[h, j, i] (W_v^h x_i + b_v^h) + b_o^b ).
 
     Without biases this is the theory's form with V_h = (1/c) O^h W_v^h (rank <= r).
-``value="full"`` (the theory's model, PAPER.md section 1): head h has a full value/output map V_h (d, d) and
+``value="full"`` (the theory's model, docs/paper.md section 1): head h has a full value/output map V_h (d, d) and
 
         out_j = sum_h sum_i w[h, j, i] V_h x_i  (+ one output bias b_o (d,) when ``bias``),
 
@@ -30,14 +30,14 @@ Vectorisation: every projection of all heads is one matrix product (``in_proj_we
 all heads; the c output maps are one (d, H r) matrix, whose product with the concatenated head outputs is the sum
 over blocks), and the attention of all heads is one batched call (``torch.nn.functional.scaled_dot_product_attention``
 for softmax, which never stores the (B, H, N, N) score tensor, or batched matmuls for hardmax). No Python loop runs
-over heads or blocks.
+over heads; the default "blockwise" path loops over a few groups of whole blocks to stay in cache (`IMPLEMENTATIONS`
+lists the interchangeable ways softmax attention is computed).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -48,6 +48,18 @@ from theory.validation import check_choice, check_heads, check_int, check_rank, 
 VALUE_KINDS = ("standard", "full")
 ATTENTION_KINDS = ("softmax", "hardmax")
 HARDMAX_GRADIENTS = ("none", "straight-through")
+IMPLEMENTATIONS = ("blockwise", "fused", "plain")
+"""How softmax attention is computed; all three compute the same map (equal up to float rounding):
+
+- "blockwise" (default, the fast training path): standard-value softmax self-attention runs a group of
+  ``block_chunk`` whole blocks at a time through ``scaled_dot_product_attention`` (projections stay in cache); every
+  other case (cross-attention, score bias, full values, hardmax) is computed as by "fused".
+- "fused": one ``scaled_dot_product_attention`` call over all heads for softmax (never stores the (B, H, N_q, N)
+  scores); hardmax through explicit scores.
+- "plain": explicit scores, ``torch.softmax`` and a batched matmul (stores the scores). Only plain torch ops, so
+  ``torch.func.vmap`` can batch it (scaled_dot_product_attention has no CPU batching rule): the seed-batched training
+  mode selects it.
+"""
 
 
 def hardmax(scores: torch.Tensor, *, surrogate: torch.Tensor | None = None) -> torch.Tensor:
@@ -71,86 +83,6 @@ def hardmax(scores: torch.Tensor, *, surrogate: torch.Tensor | None = None) -> t
     return hard + (surrogate - surrogate.detach())
 
 
-CHUNK_ELEMENTS = 1 << 18
-"""Default number of (batch, head, query, key) score entries one chunk of `_ChunkedSelfAttention` holds at a time."""
-
-
-def _chunk_scores(q: torch.Tensor, k: torch.Tensor, scale: float, causal: bool) -> torch.Tensor:
-    """Softmax weights of one chunk of heads: q, k (B, h, N, r) -> (B, h, N, N)."""
-    if q.shape[-1] == 1:
-        scores = q * k.transpose(-1, -2)  # (B, h, N, 1) * (B, h, 1, N): rank 1 is an outer product, no GEMM
-    else:
-        scores = torch.matmul(q, k.transpose(-1, -2))  # (B, h, N, N)
-    scores.mul_(scale)
-    if causal:
-        N = scores.shape[-1]
-        scores.masked_fill_(torch.ones(N, N, dtype=torch.bool, device=scores.device).triu(1), -math.inf)
-    return torch.softmax(scores, dim=-1)  # (B, h, N, N)
-
-
-def _weighted_sum(p: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """sum_j p[..., i, j] v[..., j, :]: p (B, h, N, N), v (B, h, N, e) -> (B, h, N, e)."""
-    if v.shape[-1] == 1:
-        return (p * v.transpose(-1, -2)).sum(dim=-1, keepdim=True)  # (B, h, N, 1)
-    return torch.matmul(p, v)
-
-
-class _ChunkedSelfAttention(torch.autograd.Function):
-    """Softmax self-attention of all heads from the packed projection, recomputing the weights in backward.
-
-    Input qkv (B, N, 3, H, r) (the in-projection's output viewed per head); output (B, N, H, r), already in the layout
-    the output projection reads, so neither direction needs a transpose copy or a concatenation. The (B, H, N, N)
-    weights are never stored: heads are processed in chunks of ``chunk`` heads whose scores (B, chunk, N, N) fit in
-    cache, and backward recomputes each chunk's softmax from q and k (cheaper than writing and re-reading the full
-    weight tensor, which at H = 4096 heads of rank 1 is 1 GB in float32). Inside a chunk every operation is one batched
-    call over all its heads; the loop runs over a few large chunks only, never over single heads or blocks, and exists
-    purely to keep the working set in cache.
-    """
-
-    @staticmethod
-    def forward(ctx: Any, qkv: torch.Tensor, scale: float, causal: bool, chunk: int) -> torch.Tensor:  # type: ignore[override]
-        B, N, _, H, r = qkv.shape
-        out = qkv.new_empty(B, N, H, r)  # (B, N, H, r)
-        for h0 in range(0, H, chunk):
-            h1 = min(H, h0 + chunk)
-            # One contiguous copy of each operand per chunk (every batched matmul below would otherwise copy again).
-            q, k, v = (qkv[:, :, i, h0:h1].transpose(1, 2).contiguous() for i in range(3))  # 3 x (B, h, N, r)
-            p = _chunk_scores(q, k, scale, causal)  # (B, h, N, N)
-            out[:, :, h0:h1] = _weighted_sum(p, v).transpose(1, 2)  # (B, N, h, r)
-        ctx.save_for_backward(qkv)
-        ctx.scale, ctx.causal, ctx.chunk = scale, causal, chunk
-        return out
-
-    @staticmethod
-    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:  # type: ignore[override]
-        (qkv,) = ctx.saved_tensors
-        scale, causal, chunk = ctx.scale, ctx.causal, ctx.chunk
-        B, N, _, H, r = qkv.shape
-        grad = qkv.new_empty(qkv.shape)  # (B, N, 3, H, r), every entry written below
-        for h0 in range(0, H, chunk):
-            h1 = min(H, h0 + chunk)
-            q, k, v = (qkv[:, :, i, h0:h1].transpose(1, 2).contiguous() for i in range(3))  # 3 x (B, h, N, r)
-            g = grad_out[:, :, h0:h1].transpose(1, 2).contiguous()  # (B, h, N, r)
-            p = _chunk_scores(q, k, scale, causal)  # (B, h, N, N), recomputed
-            if r == 1:
-                grad_p = g * v.transpose(-1, -2)  # (B, h, N, N): outer product
-                grad_v = (p * g).sum(dim=-2, keepdim=True).transpose(-1, -2)  # (B, h, N, 1)
-            else:
-                grad_p = torch.matmul(g, v.transpose(-1, -2))  # (B, h, N, N)
-                grad_v = torch.matmul(p.transpose(-1, -2), g)  # (B, h, N, r)
-            grad_s = torch.ops.aten._softmax_backward_data(grad_p, p, -1, p.dtype)  # (B, h, N, N)
-            grad_s.mul_(scale)
-            if r == 1:
-                grad_q = (grad_s * k.transpose(-1, -2)).sum(dim=-1, keepdim=True)  # (B, h, N, 1)
-                grad_k = (grad_s * q).sum(dim=-2, keepdim=True).transpose(-1, -2)  # (B, h, N, 1)
-            else:
-                grad_q = torch.matmul(grad_s, k)  # (B, h, N, r)
-                grad_k = torch.matmul(grad_s.transpose(-1, -2), q)  # (B, h, N, r)
-            for i, t in enumerate((grad_q, grad_k, grad_v)):
-                grad[:, :, i, h0:h1] = t.transpose(1, 2)  # (B, N, h, r)
-        return grad, None, None, None
-
-
 class RankedMultiheadAttention(nn.Module):
     """H heads of query/key rank r in one vectorised module (see the module docstring for the exact maps).
 
@@ -169,6 +101,8 @@ class RankedMultiheadAttention(nn.Module):
         score_scale: factor on <q, k> inside the temperature; None means 1 / sqrt(r).
         hardmax_gradient: "none" (no gradient through the hardmax weights) or "straight-through" (softmax gradient
             at the same temperature).
+        implementation: how softmax attention is computed (same map, see `IMPLEMENTATIONS`); settable later through
+            the ``implementation`` attribute (e.g. `use_implementation` on a whole model).
         device, dtype: factory arguments for the parameters.
     """
 
@@ -185,6 +119,7 @@ class RankedMultiheadAttention(nn.Module):
         causal: bool = False,
         score_scale: float | None = None,
         hardmax_gradient: str = "none",
+        implementation: str = "blockwise",
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
@@ -226,9 +161,8 @@ class RankedMultiheadAttention(nn.Module):
         self.score_scale = check_real("score_scale", score_scale, minimum=0.0, strict_minimum=True)
         self.causal = bool(causal)
         self.has_bias = bool(bias)
-        self.chunk_elements = CHUNK_ELEMENTS  # score entries per chunk of the training path (a cache-size knob)
-        self.block_chunk = 4  # > 0: standard softmax self-attention this many blocks at a time (0: all at once)
-        self.chunked = False  # True: standard softmax self-attention through _ChunkedSelfAttention (see docs)
+        self.implementation = implementation  # validated by the property setter
+        self.block_chunk = 4  # blocks per group of the "blockwise" path (a cache-size knob, >= 1)
         n_proj = 3 if self.value == "standard" else 2
         # Rows [q of head 0..H-1 | k of head 0..H-1 | (v of head 0..H-1)], each head r consecutive rows; head
         # h = b (d / r) + j is head j of block b, so block b's rows are exactly nn.MultiheadAttention's in_proj rows.
@@ -251,11 +185,20 @@ class RankedMultiheadAttention(nn.Module):
                 self.out_proj_bias = nn.Parameter(torch.empty(1, d, device=device, dtype=dtype))  # (1, d)
         self.reset_parameters()
 
+    @property
+    def implementation(self) -> str:
+        """How softmax attention is computed: one of `IMPLEMENTATIONS` (the map is the same)."""
+        return self._implementation
+
+    @implementation.setter
+    def implementation(self, name: str) -> None:
+        self._implementation = check_choice("implementation", name, IMPLEMENTATIONS)
+
     def extra_repr(self) -> str:
         return (
             f"d_model={self.d_model}, rank={self.rank}, heads={self.heads}, width={self.width}, value={self.value!r}, "
             f"attention={self.attention!r}, temperature={self.temperature}, score_scale={self.score_scale:.6g}, "
-            f"bias={self.has_bias}, causal={self.causal}"
+            f"bias={self.has_bias}, causal={self.causal}, implementation={self.implementation!r}"
         )
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
@@ -365,16 +308,13 @@ class RankedMultiheadAttention(nn.Module):
         """
         B, Nq, N = self._check_inputs(x_query, x_context, score_bias)
         if (
-            self.chunked
+            self.implementation == "blockwise"
             and self.value == "standard"
             and self.attention == "softmax"
             and x_context is None
             and score_bias is None
         ):
-            return self._chunked_self_attention(x_query)
-        if self.block_chunk and self.value == "standard" and x_context is None and score_bias is None:
-            if self.attention == "softmax":
-                return self._blockwise_self_attention(x_query)
+            return self._blockwise_self_attention(x_query)
         projected = self._project(x_query, x_context)
         q, k = projected[0], projected[1]  # (B, H, Nq, r), (B, H, N, r)
         context = x_query if x_context is None else x_context
@@ -400,48 +340,54 @@ class RankedMultiheadAttention(nn.Module):
     def _blockwise_self_attention(self, x: torch.Tensor) -> torch.Tensor:
         """Standard softmax self-attention, a group of ``block_chunk`` whole blocks at a time: (B, N, d).
 
-        Each group does one in-projection product, one scaled_dot_product_attention call over all its heads and one
-        output product, accumulated into the (B, N, d) output. The loop runs over a few large groups of blocks (never
-        over heads) so that a group's projections, (B, N, 3 x group heads x r) floats, stay in cache between the
-        product that writes them and the attention that reads them, instead of one (B, N, 3 H r) tensor of hundreds of
-        MB making a round trip through memory.
+        Each group does three in-projection products (q, k, v), one scaled_dot_product_attention call over all its
+        heads and one output product accumulated into the (B, N, d) output (addmm). The loop runs over a few large
+        groups of blocks (never over heads) so that a group's projections, (B, N, 3 x group heads x r) floats, stay in
+        cache between the product that writes them and the attention that reads them, instead of one (B, N, 3 H r)
+        tensor of hundreds of MB making a round trip through memory.
+
+        Backward-pass economy: the groups' weights are taken from the parameters by one ``split`` each (whose
+        backward is one concatenation), not by per-group slicing (whose backward zero-fills a full-size gradient
+        per group), and q, k, v come from three products rather than one product split by ``unbind`` (whose
+        backward stacks the three gradients into a new (B, N, 3, h, r) tensor per group). A single group (c <=
+        ``block_chunk``) has nothing to split: one wide in-projection of all heads, as the "fused" path.
         """
         B, N, d = x.shape
         H, r = self.heads, self.rank
-        per_block = d // r
-        group = per_block * self.block_chunk  # heads per group
-        w3 = self.in_proj_weight.view(3, H * r, d)  # (3, H r, d): q, k, v rows
-        b3 = None if self.in_proj_bias is None else self.in_proj_bias.view(3, H * r)
+        group = (d // r) * self.block_chunk  # heads per group
+        sizes = [min(group, H - h0) * r for h0 in range(0, H, group)]  # rows of each group
         assert self.out_proj_weight is not None
         scale = self.temperature * self.score_scale
+        if len(sizes) == 1:  # one group (c <= block_chunk): one wide in-projection, nothing to split
+            qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias).view(B, N, 3, H, r)  # (B, N, 3, H, r)
+            q, k, v = (t.transpose(1, 2) for t in qkv.unbind(2))  # 3 x (B, H, N, r)
+            mixed = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, scale=scale)  # (B, H, N, r)
+            single = F.linear(mixed.transpose(1, 2).reshape(B, N, H * r), self.out_proj_weight)  # (B, N, d)
+            single = single * (1.0 / self.width)
+            if self.out_proj_bias is not None:
+                single = single + self.out_proj_bias.mean(dim=0)  # (B, N, d)
+            return single
+        weights = [part.split(sizes) for part in self.in_proj_weight.view(3, H * r, d).unbind(0)]  # q, k, v rows
+        biases = None
+        if self.in_proj_bias is not None:
+            biases = [part.split(sizes) for part in self.in_proj_bias.view(3, H * r).unbind(0)]
+        outputs = self.out_proj_weight.split(sizes, dim=1)  # each (d, h r)
+        flat = x.reshape(B * N, d)  # (B N, d)
         out: torch.Tensor | None = None
-        for h0 in range(0, H, group):
-            h1 = min(H, h0 + group)
-            rows = slice(h0 * r, h1 * r)
-            w = w3[:, rows].reshape(3 * (h1 - h0) * r, d)  # (3 h r, d)
-            b = None if b3 is None else b3[:, rows].reshape(-1)  # (3 h r,)
-            qkv = F.linear(x, w, b).view(B, N, 3, h1 - h0, r)  # (B, N, 3, h, r)
-            q, k, v = (t.transpose(1, 2) for t in qkv.unbind(2))  # 3 x (B, h, N, r)
+        for g, rows in enumerate(sizes):
+            h = rows // r
+            q, k, v = (
+                F.linear(flat, weights[j][g], None if biases is None else biases[j][g]).view(B, N, h, r).transpose(1, 2)
+                for j in range(3)
+            )  # 3 x (B, h, N, r)
             mixed = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, scale=scale)  # (B, h, N, r)
-            mixed = mixed.transpose(1, 2).reshape(B, N, (h1 - h0) * r)  # (B, N, h r)
-            part = F.linear(mixed, self.out_proj_weight[:, rows])  # (B, N, d)
-            out = part if out is None else out + part
+            mixed = mixed.transpose(1, 2).reshape(B * N, rows)  # (B N, h r)
+            if out is None:
+                out = torch.mm(mixed, outputs[g].t())  # (B N, d)
+            else:
+                out = torch.addmm(out, mixed, outputs[g].t())  # (B N, d): accumulated in place of a separate add
         assert out is not None
-        out = out * (1.0 / self.width)
-        if self.out_proj_bias is not None:
-            out = out + self.out_proj_bias.mean(dim=0)  # (B, N, d)
-        return out
-
-    def _chunked_self_attention(self, x: torch.Tensor) -> torch.Tensor:
-        """Standard softmax self-attention through `_ChunkedSelfAttention` (the training path): (B, N, d)."""
-        B, N, _ = x.shape
-        H, r = self.heads, self.rank
-        qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias).view(B, N, 3, H, r)  # (B, N, 3, H, r)
-        chunk = max(1, self.chunk_elements // (B * N * N))  # heads per chunk
-        mixed = _ChunkedSelfAttention.apply(qkv, self.temperature * self.score_scale, self.causal, chunk)  # (B,N,H,r)
-        assert self.out_proj_weight is not None
-        # sum over blocks of O_b (block b's concatenated heads) is one product with [O^0 | ... | O^{H-1}].
-        out = F.linear(mixed.view(B, N, H * r), self.out_proj_weight * (1.0 / self.width))  # (B, N, d)
+        out = out.view(B, N, d) * (1.0 / self.width)
         if self.out_proj_bias is not None:
             out = out + self.out_proj_bias.mean(dim=0)  # (B, N, d)
         return out
@@ -450,7 +396,7 @@ class RankedMultiheadAttention(nn.Module):
         self, q: torch.Tensor, k: torch.Tensor, values: torch.Tensor, score_bias: torch.Tensor | None
     ) -> torch.Tensor:
         """sum_i w[h, j, i] values[h, i] for every head: (B, H, Nq, e)."""
-        if self.attention == "softmax":
+        if self.attention == "softmax" and self.implementation != "plain":
             mask = None
             if score_bias is not None:
                 mask = (self.temperature * score_bias)[None, :, None, :]  # (1, H, 1, N), added after the scale
@@ -543,3 +489,11 @@ class RankedMultiheadAttention(nn.Module):
             if self.in_proj_bias is not None and self.out_proj_bias is not None:
                 self.in_proj_bias.view(3, H * r)[:, rows] = block.in_proj_bias.view(3, d)
                 self.out_proj_bias[b] = block.out_proj.bias
+
+
+def use_implementation(model: nn.Module, implementation: str) -> None:
+    """Set ``implementation`` (one of `IMPLEMENTATIONS`) on every `RankedMultiheadAttention` inside ``model``."""
+    check_choice("implementation", implementation, IMPLEMENTATIONS)
+    for layer in model.modules():
+        if isinstance(layer, RankedMultiheadAttention):
+            layer.implementation = implementation

@@ -1,4 +1,4 @@
-"""The paper's transformer encoder (PAPER.md section 6).
+"""The paper's transformer encoder (docs/paper.md section 6).
 
 ``torch.nn.TransformerEncoder`` with post-norm layers, each LayerNorm replaced by L2 normalisation times a learned
 scalar (`L2Norm`), a ReLU feed-forward block of width ``ffn_dim`` (2048 in the paper), dropout 0, biases, and the
@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from experiments.models.attention import RankedMultiheadAttention
+from experiments.models.spec import AttentionSpec
 from theory.validation import check_choice, check_int, check_real
 
 POSITIONAL_KINDS = ("none", "additive", "concat")
@@ -67,46 +67,23 @@ class PaperEncoderLayer(nn.Module):
 
     Args:
         d_model: token width D.
-        rank, width, heads, value, attention, temperature, causal, score_scale, hardmax_gradient: passed to
-            `RankedMultiheadAttention`.
+        attention: the attention layer's spec (its ``bias`` also sets the feed-forward block's biases).
         ffn_dim: hidden width of the ReLU feed-forward block (>= 1).
-        bias: biases in the attention and the feed-forward block.
+        device, dtype: factory arguments for the parameters.
     """
 
     def __init__(
         self,
         d_model: int,
-        rank: int,
-        width: int = 1,
-        heads: int | None = None,
-        value: str = "standard",
-        attention: str = "softmax",
-        temperature: float = 1.0,
+        attention: AttentionSpec,
         ffn_dim: int = 2048,
-        bias: bool = True,
-        causal: bool = False,
-        score_scale: float | None = None,
-        hardmax_gradient: str = "none",
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
         ffn_dim = check_int("ffn_dim", ffn_dim, minimum=1)
-        self.self_attn = RankedMultiheadAttention(
-            d_model,
-            rank,
-            width=width,
-            heads=heads,
-            value=value,
-            attention=attention,
-            temperature=temperature,
-            bias=bias,
-            causal=causal,
-            score_scale=score_scale,
-            hardmax_gradient=hardmax_gradient,
-            device=device,
-            dtype=dtype,
-        )
+        bias = attention.bias
+        self.self_attn = attention.build(d_model, device=device, dtype=dtype)
         # Names as in nn.TransformerEncoderLayer, so its weights map one to one.
         self.linear1 = nn.Linear(d_model, ffn_dim, bias=bias, device=device, dtype=dtype)
         self.linear2 = nn.Linear(ffn_dim, d_model, bias=bias, device=device, dtype=dtype)
@@ -144,12 +121,9 @@ class PaperEncoder(nn.Module):
 
     Args:
         d: token dimension of inputs and outputs.
-        rank: query/key rank r of every head.
+        attention: every layer's attention (`AttentionSpec`; H = c D / r heads of rank r per layer).
         layers: number of layers L (>= 1).
-        width: c, averaged standard blocks per layer (H = c D / r).
-        heads: explicit head count per layer (overrides width).
-        value, attention, temperature, ffn_dim, bias, causal, score_scale, hardmax_gradient: per layer, see
-            `PaperEncoderLayer`.
+        ffn_dim: hidden width of every layer's feed-forward block.
         positional: "none", "additive" or "concat" (see the module docstring).
         positional_dim: p, width of concatenated encodings (>= 1 for "concat", 0 otherwise).
         max_length: number of learned positions (needed unless positional == "none"); inputs may have N <= it.
@@ -159,18 +133,9 @@ class PaperEncoder(nn.Module):
     def __init__(
         self,
         d: int,
-        rank: int,
+        attention: AttentionSpec,
         layers: int = 1,
-        width: int = 1,
-        heads: int | None = None,
-        value: str = "standard",
-        attention: str = "softmax",
-        temperature: float = 1.0,
         ffn_dim: int = 2048,
-        bias: bool = True,
-        causal: bool = False,
-        score_scale: float | None = None,
-        hardmax_gradient: str = "none",
         positional: str = "none",
         positional_dim: int = 0,
         max_length: int | None = None,
@@ -202,22 +167,7 @@ class PaperEncoder(nn.Module):
                 torch.empty(self.max_length, cols, device=device, dtype=dtype)
             )  # (max_length, .)
         self.layers = nn.ModuleList(
-            PaperEncoderLayer(
-                self.d_model,
-                rank,
-                width=width,
-                heads=heads,
-                value=value,
-                attention=attention,
-                temperature=temperature,
-                ffn_dim=ffn_dim,
-                bias=bias,
-                causal=causal,
-                score_scale=score_scale,
-                hardmax_gradient=hardmax_gradient,
-                device=device,
-                dtype=dtype,
-            )
+            PaperEncoderLayer(self.d_model, attention, ffn_dim=ffn_dim, device=device, dtype=dtype)
             for _ in range(self.num_layers)
         )
         self.readout: nn.Linear | None = None

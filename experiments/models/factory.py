@@ -19,20 +19,18 @@ itself has zero derivative almost everywhere).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from constructions.weights_io import WeightFileError, load_weights
+from experiments.config import TrainConfig
 from experiments.models.encoder import PaperEncoder
 from experiments.models.from_weights import theory_model_from_file
 from experiments.models.gpt2 import GPT2Backbone
+from experiments.models.spec import AttentionSpec
 from experiments.models.theory_model import TheoryModel
 from experiments.tasks import Batch, Task
-
-if TYPE_CHECKING:
-    from experiments.training.loop import TrainConfig
 
 
 class TaskModel(nn.Module):
@@ -71,17 +69,20 @@ class TaskModel(nn.Module):
 
 def build_encoder(config: TrainConfig, task: Task) -> TaskModel:
     """The paper's encoder for ``config`` (positional table sized to the task's sequence length)."""
-    network = PaperEncoder(
-        config.d,
+    attention = AttentionSpec(
         config.rank,
-        layers=config.layers,
         width=config.width,
         value=config.value,
         attention=config.attention,
         temperature=config.temperature,
-        ffn_dim=config.ffn_dim,
         causal=task.causal,
         hardmax_gradient="straight-through" if config.attention == "hardmax" else "none",
+    )
+    network = PaperEncoder(
+        config.d,
+        attention,
+        layers=config.layers,
+        ffn_dim=config.ffn_dim,
         positional=config.positional,
         positional_dim=config.positional_dim,
         max_length=task.sequence_length if config.positional != "none" else None,
@@ -96,12 +97,10 @@ def build_gpt2(config: TrainConfig, task: Task) -> TaskModel:
         d_in=config.d,
         d_out=1 if task.name == "icl" else config.d,
         d_model=config.embed_dim,
-        rank=config.rank,
+        attention=AttentionSpec(config.rank, width=config.width, causal=task.causal),
         layers=config.layers,
-        width=config.width,
         ffn_dim=config.ffn_dim,
         max_length=task.sequence_length,
-        causal=task.causal,
     )
     return TaskModel(task, network, "encoder")
 
@@ -118,20 +117,22 @@ def theory_network(config: TrainConfig) -> TheoryModel:
         raise ValueError("positional must be 'none' or 'concat' for the theory model (it has no additive encodings)")
     hardmax = config.attention == "hardmax"
     p = config.positional_dim
+    attention = AttentionSpec.theory(
+        config.rank,
+        math.inf if hardmax else config.temperature,
+        value=config.value,
+        hardmax_gradient="straight-through" if hardmax else "none",
+        surrogate_temperature=config.temperature,
+    )
     return TheoryModel(
         config.d,
-        config.rank,
+        attention,
         config.heads,
         layers=config.layers,
         positional_dim=p,
         context_length=config.N if p > 0 else None,
-        temperature=math.inf if hardmax else config.temperature,
         update="query",
         residual=config.layers > 1,
-        value=config.value,
-        score_scale=1.0,
-        hardmax_gradient="straight-through" if hardmax else "none",
-        surrogate_temperature=config.temperature,
     )
 
 

@@ -19,6 +19,7 @@ import torch
 
 from constructions.weights_io import WeightFile, load_weights
 from experiments.models.attention import RankedMultiheadAttention
+from experiments.models.spec import AttentionSpec
 from experiments.models.theory_model import TheoryModel
 from theory.validation import check_array, check_choice, check_temperature
 
@@ -147,35 +148,35 @@ def theory_model_from_file(
     wf = _as_weight_file(weights)
     value = check_choice("value", value, ("full", "standard"))
     meta = wf.metadata
-    common = {
-        "value": value,
-        "hardmax_gradient": hardmax_gradient,
-        "surrogate_temperature": surrogate_temperature,
-        "device": device,
-        "dtype": dtype,
-    }
+    attention = AttentionSpec.theory(
+        int(meta["r"]),
+        wf.temperature,
+        value=value,
+        hardmax_gradient=hardmax_gradient,
+        surrogate_temperature=surrogate_temperature,
+    )
     if wf.layout == "single-layer":
         has_bias = "score_bias" in wf.tensors
         model = TheoryModel.single_layer(
             int(meta["d"]),
-            int(meta["r"]),
+            attention,
             int(meta["H"]),
-            temperature=wf.temperature,
             context_length=int(meta["N"]) if has_bias else None,
             score_bias=has_bias,
-            **common,
+            device=device,
+            dtype=dtype,
         )
     else:
         model = TheoryModel(
             int(meta["d"]),
-            int(meta["r"]),
+            attention,
             wf.layer_heads,
             layers=int(meta["L"]),
             positional_dim=int(meta["p"]),
             context_length=int(meta["N"]),
-            temperature=wf.temperature,
             update=str(meta["update"]),
-            **common,  # type: ignore[arg-type]
+            device=device,
+            dtype=dtype,
         )
     load_theory_model(model, wf)
     model.metadata = dict(meta)  # type: ignore[assignment]

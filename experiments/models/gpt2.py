@@ -1,6 +1,6 @@
 """A GPT-2-style pre-norm transformer with rank-r heads, the backbone of the in-context regression experiment.
 
-PAPER.md section 6 ("In-context linear regression", Garg et al. 2022) trains a GPT-2-style model. Unlike the paper's
+docs/paper.md section 6 (in-context regression, Garg et al. 2022) trains a GPT-2-style model. Unlike the paper's
 post-norm encoder (`models.encoder`), whose L2 normalisation after every residual sum rescales each token to a
 learned constant norm, this model keeps magnitudes in its residual stream, which regression on y_i = <w, x_i> needs:
 in the encoder a y-token (y_i, 0, ..., 0) becomes (sign y_i, 0, ..., 0) times a constant after the first norm.
@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from experiments.models.attention import RankedMultiheadAttention
+from experiments.models.spec import AttentionSpec
 from theory.validation import check_int
 
 
@@ -27,14 +27,14 @@ class PreNormBlock(nn.Module):
     """One GPT-2 block: x + attn(LN(x)), then + MLP(LN(.)) with a GELU hidden layer of width ``ffn_dim``.
 
     Args:
-        d_model: residual width D.  rank, width: heads of rank r, H = width * D / rank.
-        ffn_dim: MLP hidden width.  causal: mask attention to earlier positions.
+        d_model: residual width D.  attention: the attention layer's spec (H = width * D / rank heads).
+        ffn_dim: MLP hidden width.
     """
 
-    def __init__(self, d_model: int, rank: int, width: int, ffn_dim: int, causal: bool) -> None:
+    def __init__(self, d_model: int, attention: AttentionSpec, ffn_dim: int) -> None:
         super().__init__()
         self.ln_1 = nn.LayerNorm(d_model)
-        self.attn = RankedMultiheadAttention(d_model, rank, width=width, causal=causal)
+        self.attn = attention.build(d_model)
         self.ln_2 = nn.LayerNorm(d_model)
         self.mlp_in = nn.Linear(d_model, ffn_dim)
         self.mlp_out = nn.Linear(ffn_dim, d_model)
@@ -50,10 +50,9 @@ class GPT2Backbone(nn.Module):
 
     Args:
         d_in: token width d of the task.  d_out: output width per token (1 for icl's scalar prediction).
-        d_model: residual width D (Garg et al.: 256).  rank: head rank r (must divide D).
-        layers: number of blocks (Garg et al.: 12).  width: c, H = c D / r heads per block.
+        d_model: residual width D (Garg et al.: 256).  attention: every block's attention (rank must divide D;
+        causal for causal tasks).  layers: number of blocks (Garg et al.: 12).
         ffn_dim: MLP hidden width (GPT-2: 4 D).  max_length: number of learned positions (>= sequence length).
-        causal: causal attention mask.
     """
 
     def __init__(
@@ -61,12 +60,10 @@ class GPT2Backbone(nn.Module):
         d_in: int,
         d_out: int,
         d_model: int,
-        rank: int,
+        attention: AttentionSpec,
         layers: int,
-        width: int,
         ffn_dim: int,
         max_length: int,
-        causal: bool,
     ) -> None:
         super().__init__()
         self.d_in = check_int("d_in", d_in, minimum=1)
@@ -77,9 +74,7 @@ class GPT2Backbone(nn.Module):
         self.read_in = nn.Linear(d_in, d_model)
         self.positions = nn.Embedding(max_length, d_model)
         nn.init.normal_(self.positions.weight, std=0.02)  # GPT-2's initialisation of the position table
-        self.blocks = nn.ModuleList(
-            PreNormBlock(d_model, rank, width=width, ffn_dim=ffn_dim, causal=causal) for _ in range(layers)
-        )
+        self.blocks = nn.ModuleList(PreNormBlock(d_model, attention, ffn_dim=ffn_dim) for _ in range(layers))
         self.ln_f = nn.LayerNorm(d_model)
         self.read_out = nn.Linear(d_model, d_out)
 

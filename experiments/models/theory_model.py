@@ -1,6 +1,6 @@
 """The query-to-context theory transformer in torch: theory/multilayer.py's semantics, trainable and batched.
 
-PAPER.md sections 1 and 5. Streams of width D = d + p: context token i starts as [x_i, context_codes[i]], the query
+docs/paper.md sections 1 and 5. Streams of width D = d + p: context token i starts as [x_i, context_codes[i]], the query
 as [y, query_code]. Layer l (H_l heads of rank r, `RankedMultiheadAttention` with value maps V_h (D, D) by default)
 updates, with every stream taken from the start of the layer,
 
@@ -27,8 +27,9 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from experiments.models.attention import HARDMAX_GRADIENTS, VALUE_KINDS, RankedMultiheadAttention
-from theory.validation import check_choice, check_int, check_real, check_temperature
+from experiments.models.attention import RankedMultiheadAttention
+from experiments.models.spec import AttentionSpec
+from theory.validation import check_choice, check_int
 
 UPDATE_MODES = ("query", "all")
 
@@ -38,40 +39,30 @@ class TheoryModel(nn.Module):
 
     Args:
         d: token dimension (>= 1).
-        rank: query/key rank r of every head (1 <= r <= D).
-        heads: head count of every layer, or one count per layer.
+        attention: every layer's attention (`AttentionSpec.theory` builds the theory's convention: full value maps,
+            no biases, unscaled scores, hardmax for temperature = inf); rank r must satisfy 1 <= r <= D.
+        heads: head count of every layer, or one count per layer (overrides the spec's).
         layers: number of layers L (>= 1); must equal len(heads) when heads is a sequence.
         positional_dim: p >= 0 scratch/positional coordinates (then ``context_length`` is required).
         context_length: N, needed for p > 0 (one code row per position) and for ``score_bias``; inputs must then
             have exactly N context tokens.
-        temperature: inverse temperature > 0 shared by the layers; math.inf is hardmax.
         update: "query" or "all" (which streams each layer updates).
         residual: add the attention update to the stream (False only with one layer: plain multi-head attention).
         score_bias: learn a per-head, per-position additive score term (H, N) (one layer only).
-        value: "full" (V_h in R^{D x D}, the theory's model) or "standard" (rank-r value/output maps, blocks of
-            D / r heads averaged, see `RankedMultiheadAttention`).
-        score_scale: factor on <Q s_q, K s_i> inside the temperature (1.0: the theory's scores).
-        hardmax_gradient: "none" or "straight-through" (for temperature = inf).
-        surrogate_temperature: softmax temperature of the straight-through gradient.
         device, dtype: factory arguments.
     """
 
     def __init__(
         self,
         d: int,
-        rank: int,
+        attention: AttentionSpec,
         heads: int | Sequence[int],
         layers: int = 1,
         positional_dim: int = 0,
         context_length: int | None = None,
-        temperature: float = math.inf,
         update: str = "query",
         residual: bool = True,
         score_bias: bool = False,
-        value: str = "full",
-        score_scale: float = 1.0,
-        hardmax_gradient: str = "none",
-        surrogate_temperature: float = 1.0,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
@@ -89,10 +80,8 @@ class TheoryModel(nn.Module):
         self.context_length = None if context_length is None else check_int("context_length", context_length, minimum=1)
         if (self.p > 0 or score_bias) and self.context_length is None:
             raise ValueError("context_length must be an integer >= 1 when positional_dim > 0 or score_bias is set")
-        self.temperature = check_temperature(temperature)
+        self.temperature = attention.score_temperature  # math.inf for hardmax (the weight files' convention)
         self.update = check_choice("update", update, UPDATE_MODES)
-        check_choice("value", value, VALUE_KINDS)
-        check_choice("hardmax_gradient", hardmax_gradient, HARDMAX_GRADIENTS)
         self.residual = bool(residual)
         if not self.residual and self.num_layers != 1:
             raise ValueError(f"residual=False needs layers = 1 (plain multi-head attention), got {self.num_layers}")
@@ -101,23 +90,8 @@ class TheoryModel(nn.Module):
                 f"score_bias needs layers = 1 and update = 'query' (the single-layer layout), got layers = "
                 f"{self.num_layers}, update = {self.update!r}"
             )
-        hardmax = math.isinf(self.temperature)
-        surrogate = check_real("surrogate_temperature", surrogate_temperature, minimum=0.0, strict_minimum=True)
         self.attention_layers = nn.ModuleList(
-            RankedMultiheadAttention(
-                self.width,
-                rank,
-                heads=h,
-                value=value,
-                attention="hardmax" if hardmax else "softmax",
-                temperature=surrogate if hardmax else self.temperature,
-                bias=False,
-                score_scale=score_scale,
-                hardmax_gradient=hardmax_gradient,
-                device=device,
-                dtype=dtype,
-            )
-            for h in head_counts
+            attention.build(self.width, heads=h, device=device, dtype=dtype) for h in head_counts
         )
         self.rank = self.attention_layers[0].rank
         self.layer_heads = head_counts
@@ -135,25 +109,25 @@ class TheoryModel(nn.Module):
     def single_layer(
         cls,
         d: int,
-        rank: int,
+        attention: AttentionSpec,
         heads: int,
-        temperature: float = math.inf,
         context_length: int | None = None,
         score_bias: bool = False,
-        **kwargs: object,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> TheoryModel:
         """Plain H-head attention f(X, y) = sum_h sum_i w[h, i] V_h x_i (theory.attention.multihead_attention)."""
         return cls(
             d,
-            rank,
+            attention,
             heads,
             layers=1,
             positional_dim=0,
             context_length=context_length,
-            temperature=temperature,
             residual=False,
             score_bias=score_bias,
-            **kwargs,  # type: ignore[arg-type]
+            device=device,
+            dtype=dtype,
         )
 
     @torch.no_grad()

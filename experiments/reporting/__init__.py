@@ -1,1 +1,1 @@
-"""reporting"""
+"""Reporting: the claim table of `attnrank check` and the sweep report of `attnrank report`."""

@@ -2,7 +2,9 @@
 
 The checks are the pytest modules of `paper_checks/` (one per claim). They run in a child pytest process whose
 recorder (paper_checks/conftest.py) writes one JSON row per check; this module turns the rows into a Markdown table
-(claim, status, measured value, reference or bound, seconds), prints it and writes it to disk.
+(claim, status, grade, measured value, reference or bound, seconds), prints it and writes it to disk. Figure claims
+carry a grade (magnitude / direction / not reproduced, from their one predicate in `experiments.sweeps.claims`); other
+checks show "-". Every PNG the checks drew under the report directory is linked below the table.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class ClaimResult:
     reference: str
     seconds: float
     failure: str = ""
+    grade: str = ""
 
 
 def run_checks(
@@ -78,6 +81,7 @@ def run_checks(
             reference=row.get("reference", ""),
             seconds=float(row.get("seconds", 0.0)),
             failure=row.get("failure", ""),
+            grade=row.get("grade", ""),
         )
         for row in rows
     ]
@@ -87,8 +91,19 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def format_table(results: list[ClaimResult], *, mode: str, wall_seconds: float) -> str:
-    """The Markdown report: a header line, the claim table, and the failures (if any) spelled out."""
+def figure_links(report_dir: Path) -> list[str]:
+    """Markdown links (relative to ``report_dir``, where check.md lives) to every PNG under it, sorted."""
+    return [
+        f"[{p.relative_to(report_dir)}]({p.relative_to(report_dir).as_posix()})"
+        for p in sorted(report_dir.rglob("*.png"))
+    ]
+
+
+def format_table(
+    results: list[ClaimResult], *, mode: str, wall_seconds: float, figures: list[str] | None = None
+) -> str:
+    """The Markdown report: a header line, the claim table (with a grade column for figure claims), the figures
+    drawn (``figures``: Markdown links, see :func:`figure_links`), and the failures (if any) spelled out."""
     passed = sum(r.status == "passed" for r in results)
     lines = [
         "# attnrank check",
@@ -96,12 +111,23 @@ def format_table(results: list[ClaimResult], *, mode: str, wall_seconds: float) 
         f"Mode: {mode}. {passed} of {len(results)} checks passed in {wall_seconds:.1f} s "
         f"({time.strftime('%Y-%m-%d %H:%M:%S %Z')}).",
         "",
-        "| claim | status | measured | reference / bound | seconds |",
-        "|---|---|---|---|---|",
+        "| claim | status | grade | measured | reference / bound | seconds |",
+        "|---|---|---|---|---|---|",
     ]
     for r in sorted(results, key=lambda r: (r.module, r.claim)):
         status = {"passed": "PASS", "failed": "FAIL", "skipped": "skip"}.get(r.status, r.status)
-        lines.append(f"| {_cell(r.claim)} | {status} | {_cell(r.measured)} | {_cell(r.reference)} | {r.seconds:.2f} |")
+        grade = r.grade.upper() if r.grade else "-"
+        lines.append(
+            f"| {_cell(r.claim)} | {status} | {grade} | {_cell(r.measured)} | {_cell(r.reference)} | {r.seconds:.2f} |"
+        )
+    lines += [
+        "",
+        "Grades of figure claims (`experiments.sweeps.claims`, rules stated in advance per figure): MAGNITUDE = the "
+        "paper's ratio or gap is reached; DIRECTION = only the ordering holds; NOT REPRODUCED = not even that. "
+        "A check asserts the grade its scale can reach and says so in its claim.",
+    ]
+    if figures:
+        lines += ["", "## Figures", ""] + [f"- {link}" for link in figures]
     failures = [r for r in results if r.status == "failed"]
     if failures:
         lines += ["", "## Failures", ""]

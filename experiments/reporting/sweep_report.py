@@ -1,31 +1,46 @@
-"""The sweep report: ``<out>/report.md`` with one PNG per figure, our numbers beside the paper's, and each claim.
+"""The sweep report: ``<out>/report.md`` with one PNG per figure, our numbers beside the paper's, and a grade per claim.
 
-Everything is read from the results store (`experiments.sweeps.store`). For each (preset, scale) in the store:
+Everything is read from the results store (`experiments.sweeps.store`), opened read-only: the report never writes to
+the database. For each (preset, scale) in the store:
 
-- the figure (`experiments.figures.sweeps`) as ``<out>/<preset>-<scale>.png``;
-- a table of PAPER.md section 6's numbers beside ours (the best seed's lowest epoch-mean loss of the matching runs;
-  "rank_class" full / half / low maps r = d, d/2, <= d/4 so a smaller d can be compared) and a verdict per row;
-- the preset's qualitative claim, evaluated on our runs (:data:`CLAIMS`): holds / fails / not enough runs.
+- the figure (`experiments.figures.sweeps`) as ``<out>/<preset>-<scale>.png``, linked from the report;
+- the preset's claim, graded by its one predicate (`experiments.sweeps.claims`): ``magnitude`` / ``direction`` /
+  ``not reproduced`` / ``not evaluated``, with the grade rules stated in advance and the numbers behind the grade;
+- a table of docs/paper.md section 6's numbers beside ours, graded per cell (:func:`compare`): whether the paper's
+  value lies within our seed spread, within the stated tolerance of it, or only the ordering against the cell's
+  partner (full rank against rank d/2, low rank against full rank, concat against none) holds;
+- every run's losses and time.
 
-Quick and cpu scales use smaller d and far fewer steps than the paper, so their absolute numbers are expected to sit
-above the paper's; the verdict says so and the claim line says whether the qualitative finding is reproduced.
+``attnrank report DIR --csv`` also writes ``DIR/runs.csv`` (:func:`write_csv`): one tidy row per run (preset, scale,
+hash, status, every config field, seed, the scalar metrics) for pandas.
 """
 
 from __future__ import annotations
 
+import csv
+import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.figures.sweeps import FIGURES, best_over_seeds
+from experiments.analysis.best_seed import Record
+from experiments.config import TrainConfig
+from experiments.figures.sweeps import DRAWS_PAPER_NUMBERS, FIGURES, parameter_line
+from experiments.sweeps.claims import CLAIMS, RANDOM_FEATURES_TOLERANCE, Grade, Verdict, judge
 from experiments.sweeps.presets import PaperNumber, get_preset, rank_class, spec_from_record
 from experiments.sweeps.runner import store_path
 from experiments.sweeps.store import ResultsStore
-from experiments.training.loop import TrainConfig
 
-Record = Mapping[str, Any]
+CELL_FACTOR = 1.25
+"""Stated tolerance of a training-loss cell: the paper's values are read off log-scale figures, so a value within a
+factor 1.25 of our seed spread counts as reached (``magnitude``)."""
+
+CELL_ABSOLUTE = RANDOM_FEATURES_TOLERANCE
+"""Stated tolerance of a random-feature cell (an error level, not a loss ratio): +-0.03 around our spread over draws."""
+
+CSV_NAME = "runs.csv"
 
 
 def sweep_records(store: ResultsStore, preset: str, scale: str) -> list[dict[str, Any]]:
@@ -49,189 +64,128 @@ def _matches(record: Record, where: Mapping[str, Any]) -> bool:
     return all(record.get(k) == v for k, v in where.items() if v != "max")
 
 
+def _our_values(number: PaperNumber, records: Sequence[Record]) -> list[float]:
+    """Every matching finished run's value: best_loss (seeds and configs), or the error at the largest H (draws)."""
+    matching = [r for r in records if r.get("status") == "finished" and _matches(r, number.where)]
+    if "H" in number.where:
+        return [float(r["errors"][-1]) for r in matching if r.get("errors")]
+    values = []
+    for r in matching:
+        loss = r.get("best_loss")
+        if isinstance(loss, (int, float)) and not isinstance(loss, bool) and math.isfinite(loss):
+            values.append(float(loss))
+    return values
+
+
+def _partner(
+    number: PaperNumber, cells: Sequence[PaperNumber]
+) -> tuple[str, dict[str, Any], tuple[float, float]] | None:
+    """The cell the paper orders ``number`` against: (label, selector of our runs, the paper's range), or None.
+
+    Concat is ordered against no encodings at the same depth (and back); full rank against rank d/2 (else low rank)
+    with the same other fields; a lower rank against full rank at the same depth, width or N (any width when the cell
+    names none). Random-feature cells have no partner (their ordering, the fall with H, is the claim's).
+    """
+    where = dict(number.where)
+    if "H" in where:
+        return None
+    paper: list[PaperNumber] = []
+    ours: dict[str, Any] = {}
+    if where.get("positional") in ("concat", "none"):
+        other = "none" if where["positional"] == "concat" else "concat"
+        ours = {**where, "positional": other}
+        paper = [
+            c for c in cells if c.where.get("positional") == other and c.where.get("layers") == where.get("layers")
+        ]
+    elif where.get("rank_class") == "full":
+        base = {k: v for k, v in where.items() if k != "rank_class"}
+        for cls in ("half", "low"):
+            ours = {**base, "rank_class": cls}
+            paper = [c for c in cells if dict(c.where) == ours]
+            if paper:
+                break
+    elif where.get("rank_class") in ("half", "low") or "rank" in where:
+        base = {k: v for k, v in where.items() if k not in ("rank_class", "rank")}
+        ours = {**base, "rank_class": "full"}
+        paper = [
+            c
+            for c in cells
+            if c.where.get("rank_class") == "full" and all(c.where.get(k) == v for k, v in base.items() if k in c.where)
+        ]
+    paper = [c for c in paper if c is not number]
+    if not paper:
+        return None
+    label = " / ".join(c.label for c in paper)
+    return label, ours, (min(c.value[0] for c in paper), max(c.value[1] for c in paper))
+
+
 @dataclass(frozen=True)
 class Comparison:
-    """A row of the report's table."""
+    """A row of the report's paper-vs-ours table.
+
+    Attributes:
+        label: the paper's cell. paper: its value (low, high). ours: our spread (min, max) over matching runs (seeds,
+        draws, configurations), or None. runs: matching finished runs. grade: the cell's Grade (None: not run).
+        verdict: the grade's reason in words.
+    """
 
     label: str
     paper: tuple[float, float]
     ours: tuple[float, float] | None
     runs: int
+    grade: Grade | None
     verdict: str
 
 
-def compare(number: PaperNumber, records: Sequence[Record]) -> Comparison:
-    """Our best-seed loss range over the runs matching ``number.where``, and how it relates to the paper's value."""
-    matching = [r for r in records if r.get("status") == "finished" and _matches(r, number.where)]
-    if "H" in number.where:  # random features: error at the largest head count of each draw, averaged over draws
-        values = [float(r["errors"][-1]) for r in matching if "errors" in r]
-        ours = None if not values else (sum(values) / len(values),) * 2
-    else:
-        seeds_key = [
-            k
-            for k in ("d", "N", "rank", "width", "layers", "positional", "task")
-            if k in (matching[0] if matching else {})
-        ]
-        best = best_over_seeds(matching, seeds_key)
-        ours = None if not best else (min(best.values()), max(best.values()))
+def compare(number: PaperNumber, records: Sequence[Record], cells: Sequence[PaperNumber] = ()) -> Comparison:
+    """Grade one paper cell against our runs (rules stated in advance).
+
+    - ``magnitude``: the paper's value (or range) lies within our spread (min to max over the matching runs' seeds,
+      draws and configurations), or within the stated tolerance of it (:data:`CELL_FACTOR` x1.25 for training
+      losses, :data:`CELL_ABSOLUTE` +-0.03 for random-feature errors);
+    - ``direction``: outside that, but the paper's ordering against the cell's partner (:func:`_partner`: full rank vs
+      rank d/2, lower rank vs full rank, concat vs none) holds between our spreads (no overlap, same side);
+    - ``not reproduced``: outside, and the ordering is reversed, overlapping, or there is no partner to order against.
+    """
+    values = _our_values(number, records)
     low, high = number.value
-    if ours is None:
-        verdict = "not run at this scale"
-    elif ours[1] < low * 0.5:
-        verdict = f"ours lower (x{low / max(ours[1], 1e-300):.2g} below)"
-    elif ours[0] > high * 2:
-        verdict = f"ours higher (x{ours[0] / max(high, 1e-300):.2g} above)"
+    if not values:
+        return Comparison(number.label, number.value, None, 0, None, "not run at this scale")
+    ours = (min(values), max(values))
+    where = "our spread over draws" if "H" in number.where else "our seed spread"
+    if ours[0] <= high and low <= ours[1]:
+        return Comparison(number.label, number.value, ours, len(values), Grade.MAGNITUDE, f"paper within {where}")
+    if "H" in number.where:
+        widened = (ours[0] - CELL_ABSOLUTE, ours[1] + CELL_ABSOLUTE)
+        tolerance = f"+-{CELL_ABSOLUTE:g}"
     else:
-        verdict = "agrees (within a factor 2 of the paper's range)"
-    return Comparison(number.label, number.value, ours, len(matching), verdict)
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Qualitative claims, evaluated on our runs. Each returns (True / False / None = not enough runs, explanation).
-# ---------------------------------------------------------------------------------------------------------------------
-
-Claim = Callable[[Sequence[Record]], tuple[bool | None, str]]
-
-
-def full_rank_beats_lower(records: Sequence[Record], layers: int = 1) -> tuple[bool | None, str]:
-    """With ``layers`` layers, full rank's best-seed loss is below every lower rank's at the same width and d."""
-    best = best_over_seeds([r for r in records if r.get("layers") == layers], ("d", "N", "width", "rank"))
-    verdicts, parts = [], []
-    for d, N, width, rank in sorted(k for k in best if k[3] == k[0]):
-        full = best[(d, N, width, rank)]
-        lower = {k[3]: v for k, v in best.items() if k[:3] == (d, N, width) and k[3] < d}
-        if not lower:
-            continue
-        worst = min(lower.values())
-        verdicts.append(full < worst)
-        parts.append(f"d={d} N={N} c={width}: full {full:.3g} vs best lower rank {worst:.3g}")
-    if not verdicts:
-        return None, f"no full-rank run with a lower-rank partner at L={layers}"
-    return all(verdicts), "; ".join(parts)
-
-
-def error_grows_with_n(records: Sequence[Record]) -> tuple[bool | None, str]:
-    """Low rank (r = 1) error grows with N, stays above full rank's at the largest N, and (when full rank was run at
-    the smallest N too) the gap low - full widens from the smallest to the largest N."""
-    best = best_over_seeds(records, ("d", "rank", "N"))
-    if not best:
-        return None, "no finished runs"
-    d = max(k[0] for k in best)
-    low = sorted((k[2], v) for k, v in best.items() if k[0] == d and k[1] == 1)
-    full = dict(sorted((k[2], v) for k, v in best.items() if k[0] == d and k[1] == d))
-    if len(low) < 2 or low[-1][0] not in full:
-        return None, "needs r = 1 at two N and full rank at the largest"
-    (n0, low0), (n1, low1) = low[0], low[-1]
-    holds = low1 > low0 and full[n1] < low1
-    if n0 in full:
-        holds = holds and (low1 - full[n1]) > (low0 - full[n0])
-    text = (
-        f"r=1: {', '.join(f'N={n}: {v:.3g}' for n, v in low)}; full rank: "
-        f"{', '.join(f'N={n}: {v:.3g}' for n, v in full.items())}"
+        widened = (ours[0] / CELL_FACTOR, ours[1] * CELL_FACTOR)
+        tolerance = f"x{CELL_FACTOR:g}"
+    if widened[0] <= high and low <= widened[1]:
+        text = f"paper within the stated tolerance ({tolerance}) of {where}"
+        return Comparison(number.label, number.value, ours, len(values), Grade.MAGNITUDE, text)
+    offset = f"ours x{ours[0] / high:.2g} higher" if ours[0] > high else f"ours x{low / max(ours[1], 1e-300):.2g} lower"
+    partner = _partner(number, cells)
+    if partner is None:
+        text = f"{offset}; no ordering partner for this cell"
+        return Comparison(number.label, number.value, ours, len(values), Grade.NOT_REPRODUCED, text)
+    label, selector, paper_partner = partner
+    partner_values = _our_values(PaperNumber(label, paper_partner, selector), records)
+    if not partner_values:
+        text = f"{offset}; partner '{label}' not run at this scale"
+        return Comparison(number.label, number.value, ours, len(values), Grade.NOT_REPRODUCED, text)
+    if low <= paper_partner[1] and paper_partner[0] <= high:
+        text = f"{offset}; the paper's values do not order this cell against '{label}'"
+        return Comparison(number.label, number.value, ours, len(values), Grade.NOT_REPRODUCED, text)
+    above = low > paper_partner[1]
+    holds = ours[0] > max(partner_values) if above else ours[1] < min(partner_values)
+    relation = "above" if above else "below"
+    partner_range = _range((min(partner_values), max(partner_values)))
+    text = f"{offset}; the paper's ordering ({relation} '{label}', ours {partner_range}) " + (
+        "holds" if holds else "does not hold"
     )
-    return holds, text
-
-
-def concat_helps_deep_low_rank(records: Sequence[Record]) -> tuple[bool | None, str]:
-    """At the deepest L, low rank with concatenated encodings beats low rank without (every low rank present)."""
-    low = [r for r in records if r.get("rank_class") == "low"]
-    best = best_over_seeds(low, ("layers", "rank", "positional"))
-    if not best:
-        return None, "no low-rank runs"
-    deepest = max(k[0] for k in best)
-    verdicts, parts = [], []
-    for L, rank, pos in sorted(best):
-        if L == deepest and pos == "concat" and (L, rank, "none") in best:
-            verdicts.append(best[(L, rank, "concat")] < best[(L, rank, "none")])
-            parts.append(
-                f"L={L} r={rank}: concat {best[(L, rank, 'concat')]:.3g} vs none {best[(L, rank, 'none')]:.3g}"
-            )
-    shallow = [f"L={L} r={r}: {p} {v:.3g}" for (L, r, p), v in sorted(best.items()) if L != deepest]
-    # The paper's second half (nothing helps low rank at L = 1) is reported, not required: say where it differs.
-    helped_shallow = [
-        f"L={L} r={rank}"
-        for (L, rank, pos) in sorted(best)
-        if L != deepest
-        and pos == "concat"
-        and (L, rank, "none") in best
-        and best[(L, rank, pos)] < best[(L, rank, "none")]
-    ]
-    if helped_shallow:
-        shallow.append(f"unlike the paper, concat also helps at {', '.join(helped_shallow)}")
-    if not verdicts:
-        return None, "needs concat and none at the deepest L"
-    return all(verdicts), "; ".join(parts + shallow)
-
-
-def random_features_plateau(records: Sequence[Record]) -> tuple[bool | None, str]:
-    """The error decreases with H and stays above 0.1 at the largest H (the paper: plateau near 0.18)."""
-    finals, parts = [], []
-    for r in records:
-        if r.get("status") == "finished" and "errors" in r:
-            errors = r["errors"]
-            finals.append(errors[-1] <= errors[0] and errors[-1] > 0.1)
-            parts.append(
-                f"d={r['d']} draw {r['trial']}: {errors[0]:.3g} -> {errors[-1]:.3g} at H={r['head_counts'][-1]}"
-            )
-    if not finals:
-        return None, "no finished solves"
-    return all(finals), "; ".join(parts)
-
-
-def no_model_beats_bound(records: Sequence[Record]) -> tuple[bool | None, str]:
-    """Every trained error's upper 4-s.e. end is at or above the certified lower bound."""
-    checks, parts = [], []
-    for r in records:
-        t = r.get("theorem2")
-        if r.get("status") == "finished" and isinstance(t, Mapping):
-            checks.append(bool(t["consistent"]))
-            parts.append(
-                f"r={t['r']} H={t['H']}: {t['error']:.3g} +- {t['error_stderr']:.2g} vs bound >= {t['bound_lower']:.3g}"
-            )
-    if not checks:
-        return None, "no evaluated runs"
-    return all(checks), "; ".join(parts)
-
-
-def higher_rank_better(records: Sequence[Record]) -> tuple[bool | None, str]:
-    """At fixed H = d/r-style parameter count, the full-rank run's loss is below the lowest rank's."""
-    best = best_over_seeds(records, ("d", "rank"))
-    if len(best) < 2:
-        return None, "needs two ranks"
-    d = max(k[0] for k in best)
-    ranks = sorted(k[1] for k in best if k[0] == d)
-    text = ", ".join(f"r={r}: {best[(d, r)]:.3g}" for r in ranks)
-    return best[(d, ranks[-1])] < best[(d, ranks[0])], text
-
-
-UNTRAINED = 0.95
-"""A farthest-point loss at or above this has not learned (the zero map scores 1): such a comparison cannot pass."""
-
-
-def full_beats_low_every_d(records: Sequence[Record]) -> tuple[bool | None, str]:
-    """At every d, full rank's loss is below the lowest rank's and below UNTRAINED (full rank actually learned)."""
-    best = best_over_seeds(records, ("d", "rank"))
-    verdicts, parts = [], []
-    for d in sorted({k[0] for k in best}):
-        ranks = sorted(k[1] for k in best if k[0] == d)
-        if len(ranks) >= 2 and ranks[-1] == d:
-            verdicts.append(best[(d, d)] < min(best[(d, ranks[0])], UNTRAINED))
-            parts.append(f"d={d}: full {best[(d, d)]:.3g} vs r={ranks[0]} {best[(d, ranks[0])]:.3g}")
-    if not verdicts:
-        return None, "needs full and low rank at some d"
-    return all(verdicts), "; ".join(parts)
-
-
-CLAIMS: dict[str, Claim] = {
-    "fig1": full_rank_beats_lower,
-    "figN": error_grows_with_n,
-    "figd": full_beats_low_every_d,
-    "posn": concat_helps_deep_low_rank,
-    "random-features": random_features_plateau,
-    "icl": higher_rank_better,
-    "bound-vs-trained": no_model_beats_bound,
-    "conjecture6": error_grows_with_n,
-}
+    grade = Grade.DIRECTION if holds else Grade.NOT_REPRODUCED
+    return Comparison(number.label, number.value, ours, len(values), grade, text)
 
 
 def _fmt(value: float) -> str:
@@ -244,8 +198,14 @@ def _range(pair: tuple[float, float] | None) -> str:
     return _fmt(pair[0]) if pair[0] == pair[1] else f"{_fmt(pair[0])} - {_fmt(pair[1])}"
 
 
-def sweep_section(store: ResultsStore, out: Path, preset_name: str, scale: str) -> list[str]:
-    """Markdown lines for one sweep (and its figure written beside the report)."""
+def _grade_word(grade: Grade | None) -> str:
+    return "-" if grade is None else grade.value.upper()
+
+
+def sweep_section(
+    store: ResultsStore, out: Path, preset_name: str, scale: str
+) -> tuple[list[str], list[Path], Verdict | None]:
+    """Markdown lines for one sweep, the figures written beside the report, and the claim's verdict."""
     preset = get_preset(preset_name)
     records = sweep_records(store, preset_name, scale)
     counts: dict[str, int] = {}
@@ -253,35 +213,51 @@ def sweep_section(store: ResultsStore, out: Path, preset_name: str, scale: str) 
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     run_seconds = sum(float(r["seconds"]) for r in records if isinstance(r.get("seconds"), (int, float)))
     lines = [f"## {preset_name} ({scale})", "", preset.description + ".", ""]
+    lines.append(f"Parameters: {parameter_line(records)}.")
+    lines.append("")
     lines.append(
         f"Runs: {len(records)} ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}); "
         f"training time summed over runs: {run_seconds:.1f} s."
     )
     lines.append("")
+    figures: list[Path] = []
     figure = FIGURES.get(preset.figure)
     if figure is not None and any(r["status"] == "finished" for r in records):
         name = f"{preset_name}-{scale}.png"
-        figure(records, out / name, f"{preset_name} ({scale})")
-        lines += [f"![{preset_name} {scale}]({name})", ""]
-    claim = CLAIMS.get(preset_name)
-    if claim is not None:
-        holds, text = claim(records)
-        word = {True: "REPRODUCED", False: "NOT REPRODUCED", None: "NOT EVALUATED"}[holds]
-        lines += [f"Claim ({preset.claim}): **{word}**. {text}", ""]
+        extra = {"paper": preset.paper} if preset.figure in DRAWS_PAPER_NUMBERS else {}
+        figure(records, out / name, f"{preset_name} ({scale})", **extra)
+        figures.append(out / name)
+        lines += [f"![{preset_name} {scale}]({name})", "", f"Figure: [{name}]({name}).", ""]
+    verdict = judge(preset_name, records)
+    if verdict is not None:
+        claim = CLAIMS[preset_name]
+        lines += [f"Claim ({preset.claim}): **{_grade_word(verdict.grade)}**. {verdict.explanation}.", ""]
+        if claim.magnitude:
+            rules = f"magnitude = {claim.magnitude}; direction = {claim.direction or '-'}"
+            lines += [f"Grade rules (stated in advance): {rules}.", ""]
     if preset.paper:
         lines += [
-            "| paper cell | paper | ours (best seed; range over matching configs) | runs | verdict |",
-            "|---|---|---|---|---|",
+            "| paper cell | paper | ours (spread over matching runs) | runs | grade | why |",
+            "|---|---|---|---|---|---|",
         ]
         for number in preset.paper:
-            c = compare(number, records)
-            lines.append(f"| {c.label} | {_range(c.paper)} | {_range(c.ours)} | {c.runs} | {c.verdict} |")
+            c = compare(number, records, preset.paper)
+            grade = _grade_word(c.grade)
+            lines.append(f"| {c.label} | {_range(c.paper)} | {_range(c.ours)} | {c.runs} | {grade} | {c.verdict} |")
+        lines += [
+            "",
+            f"A cell is MAGNITUDE when the paper's value lies within our spread or within the stated tolerance of it "
+            f"(x{CELL_FACTOR:g} for losses read off the paper's log-scale figures, +-{CELL_ABSOLUTE:g} for "
+            "random-feature errors); DIRECTION when only the paper's ordering against the named cell holds between "
+            "our spreads; NOT REPRODUCED otherwise. Rank classes (full r = d, half r = d/2, low r <= d/4) make a "
+            "smaller d comparable.",
+        ]
         if scale != "paper":
             lines += [
                 "",
-                f"Scale {scale} uses smaller models and far fewer steps than the paper (PAPER.md section 6), "
-                "so absolute numbers are expected to be higher; the claim line above is the comparison that "
-                "this scale is meant to reproduce.",
+                f"Scale {scale} uses smaller models and far fewer steps than the paper (docs/paper.md section 6), so "
+                "its absolute losses are expected to sit above the paper's; the claim's grade says what this scale "
+                "reproduces.",
             ]
         lines.append("")
     else:
@@ -302,22 +278,87 @@ def sweep_section(store: ResultsStore, out: Path, preset_name: str, scale: str) 
             f"{_fmt(float(r['seconds'])) if isinstance(r.get('seconds'), (int, float)) else '-'} |"
         )
     lines.append("")
-    return lines
+    return lines, figures, verdict
 
 
-def write_report(out: Path | str) -> Path:
-    """Write ``<out>/report.md`` (and the figures) from ``<out>/results.sqlite``; returns the report's path."""
-    out = Path(out)
+def _open_store(out: Path) -> ResultsStore:
     path = store_path(out)
     if not path.is_file():
         raise ValueError(f"{out} holds no results store ({path.name}); run `attnrank sweep PRESET --out {out}` first")
-    lines = ["# attnrank sweep report", "", f"Store: `{path}`.", ""]
-    with ResultsStore(path) as store:
+    return ResultsStore(path, readonly=True)
+
+
+def write_report(out: Path | str) -> Path:
+    """Write ``<out>/report.md`` (and the figures) from ``<out>/results.sqlite`` (opened read-only); its path."""
+    out = Path(out)
+    lines = ["# attnrank sweep report", "", f"Store: `{store_path(out)}` (read only).", ""]
+    figures: list[Path] = []
+    with _open_store(out) as store:
         sweeps = store.sweeps()
         if not sweeps:
-            raise ValueError(f"{path} records no sweep")
+            raise ValueError(f"{store_path(out)} records no sweep")
+        summary = ["| sweep | claim | grade |", "|---|---|---|"]
+        body: list[str] = []
         for preset_name, scale in sweeps:
-            lines += sweep_section(store, out, preset_name, scale)
+            section, drawn, verdict = sweep_section(store, out, preset_name, scale)
+            body += section
+            figures += drawn
+            grade = "-" if verdict is None else _grade_word(verdict.grade)
+            anchor = f"#{preset_name.lower()}-{scale}"
+            summary.append(f"| [{preset_name} ({scale})]({anchor}) | {get_preset(preset_name).claim} | {grade} |")
+    lines += summary + [""]
+    if figures:
+        lines += ["Figures: " + ", ".join(f"[{p.name}]({p.name})" for p in figures) + ".", ""]
+    lines += body
     report = out / "report.md"
     report.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return report
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, sort_keys=True)
+    return value
+
+
+def tidy_rows(store: ResultsStore) -> list[dict[str, Any]]:
+    """One flat row per (sweep, run): preset, scale, hash, kind, status, config fields, metrics (nested ones as
+    ``theorem2.error`` etc.; lists as JSON text), error."""
+    rows = []
+    for preset_name, scale in store.sweeps():
+        for row in store.rows(preset_name, scale):
+            flat: dict[str, Any] = {"preset": preset_name, "scale": scale, "hash": row.hash, "kind": row.kind}
+            flat["status"] = row.status
+            flat.update({k: _cell(v) for k, v in row.spec.items()})
+            for key, value in (row.metrics or {}).items():
+                if isinstance(value, Mapping):
+                    flat.update({f"{key}.{k}": _cell(v) for k, v in value.items()})
+                else:
+                    flat[key] = _cell(value)
+            flat["seconds"] = row.seconds
+            flat["attempts"] = row.attempts
+            flat["git_revision"] = row.git_revision
+            flat["error"] = (row.error or "").splitlines()[0] if row.error else ""
+            rows.append(flat)
+    return rows
+
+
+def _columns(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    first = ["preset", "scale", "hash", "kind", "status", "seed"]
+    seen: dict[str, None] = {}
+    for row in rows:
+        seen.update(dict.fromkeys(row))
+    return [c for c in first if c in seen] + [c for c in seen if c not in first]
+
+
+def write_csv(out: Path | str) -> Path:
+    """Write ``<out>/runs.csv``: every run of every sweep in the store as one tidy row (for pandas.read_csv)."""
+    out = Path(out)
+    with _open_store(out) as store:
+        rows = tidy_rows(store)
+    path = out / CSV_NAME
+    with path.open("w", newline="", encoding="utf-8") as stream:
+        writer = csv.DictWriter(stream, fieldnames=_columns(rows), restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+    return path

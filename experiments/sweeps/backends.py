@@ -1,10 +1,9 @@
-"""Execution backends of a sweep: run one spec (:func:`execute_task`), and run many on a local process pool or on Ray.
+"""Execution backends of a sweep: run many runs on a local process pool or on Ray (the project's only process pool).
 
-Workers never touch the results store: each task's outcome (metrics + provenance, or the error text) goes back to
-the driver, which is the store's only writer (`experiments.sweeps.store`). A worker holds an exclusive file lock on
-its run directory while it trains (``fcntl.flock`` on ``<run_dir>/.lock``), so even a worker orphaned by a killed
-driver cannot train the same directory at the same time as the re-run sweep; on Linux the local pool's workers also
-ask the kernel to kill them when the driver dies (``PR_SET_PDEATHSIG``).
+What one run does is `experiments.sweeps.execute` (train or solve, under a lock on its run directory). Workers never
+touch the results store: each task's outcome (metrics + provenance, or the error text) goes back to the driver, which
+is the store's only writer (`experiments.sweeps.store`). On Linux the local pool's workers ask the kernel to kill them
+when the driver dies (``PR_SET_PDEATHSIG``).
 
 - ``local``: ``workers = 1`` runs in the driver process (with the driver's torch threads); more use a
   ``ProcessPoolExecutor`` (spawn) whose workers each use ``max(1, os.cpu_count() // workers)`` torch threads.
@@ -14,159 +13,17 @@ ask the kernel to kill them when the driver dies (``PR_SET_PDEATHSIG``).
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
-import signal
-import sys
-import time
-import traceback
+import socket
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
 from multiprocessing import get_context
-from pathlib import Path
-from typing import Any
+from types import ModuleType
 
+from experiments.sweeps.work import RunBatch, RunOutcome, WorkItem
 from theory.validation import check_choice, check_int
 
 BACKENDS = ("local", "ray")
-
-
-@dataclass(frozen=True)
-class RunTask:
-    """One run to execute: its key (spec hash), kind, spec dictionary and run directory."""
-
-    key: str
-    kind: str
-    spec: dict[str, Any]
-    run_dir: str
-
-
-@dataclass(frozen=True)
-class RunBatch:
-    """Training tasks whose configs differ only in seed, trained together (`experiments.training.seed_batched`)."""
-
-    tasks: tuple[RunTask, ...]
-
-
-WorkItem = RunTask | RunBatch
-
-
-@dataclass
-class RunOutcome:
-    """What a worker sends back: metrics and provenance, or the error text."""
-
-    key: str
-    ok: bool
-    metrics: dict[str, Any] = field(default_factory=dict)
-    provenance: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-
-
-@contextlib.contextmanager
-def run_directory_lock(run_dir: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``run_dir`` (blocks while another process trains it; released on exit or death)."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if sys.platform == "win32":  # pragma: no cover - no flock; rely on the single driver
-        yield
-        return
-    import fcntl
-
-    with open(run_dir / ".lock", "a+b") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
-def _train_run(spec: dict[str, Any], run_dir: Path) -> dict[str, Any]:
-    from experiments.analysis.trained import theorem2_applicable, trained_vs_bound
-    from experiments.training.loop import TrainConfig, load_trained_model, train
-
-    config = TrainConfig.from_dict(spec)
-    result = train(config, run_dir, progress=False)
-    metrics = result.to_dict()
-    if config.model == "theory" and theorem2_applicable(config) and not result.diverged:
-        # Theorem 2's own task: a fresh Monte Carlo error (with its standard error) beside the certified bound.
-        _, task, model = load_trained_model(run_dir)
-        metrics["theorem2"] = trained_vs_bound(config, task, model, n_samples=20_000)
-    return metrics
-
-
-def _random_features_run(spec: dict[str, Any], run_dir: Path) -> dict[str, Any]:
-    import numpy as np
-
-    from constructions.random_features import prefix_errors, sample_heads
-    from experiments.json_files import write_json
-    from experiments.sweeps.presets import RandomFeaturesSpec, spec_from_record
-
-    rf = spec_from_record("random-features", spec)
-    assert isinstance(rf, RandomFeaturesSpec)
-    started = time.perf_counter()
-    rng = np.random.default_rng([rf.seed, rf.d, rf.trial])
-    q, k = sample_heads(rf.head_counts[-1], rf.d, rng, rf.distribution)
-    errors = prefix_errors(q, k, np.asarray(rf.head_counts)).errors  # (P,)
-    metrics = {
-        "head_counts": list(rf.head_counts),
-        "errors": [float(e) for e in errors],
-        "final_loss": float(errors[-1]),
-        "best_loss": float(np.min(errors)),
-        "diverged": False,
-        "seconds": time.perf_counter() - started,
-    }
-    write_json(run_dir / "result.json", metrics)
-    return metrics
-
-
-def execute_task(task: RunTask) -> RunOutcome:
-    """Run one task in this process (train, or solve the random-feature problem); never raises."""
-    from experiments.training.loop import provenance
-
-    try:
-        run_dir = Path(task.run_dir)
-        with run_directory_lock(run_dir):
-            if task.kind == "train":
-                metrics = _train_run(task.spec, run_dir)
-            elif task.kind == "random-features":
-                metrics = _random_features_run(task.spec, run_dir)
-            else:
-                raise ValueError(f"unknown run kind {task.kind!r}")
-        return RunOutcome(task.key, True, metrics, provenance())
-    except Exception as exc:  # noqa: BLE001 - reported to the driver, stored as a failed run
-        text = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
-        return RunOutcome(task.key, False, error=text)
-
-
-def execute_batch(batch: RunBatch) -> list[RunOutcome]:
-    """Train a batch of seed-only-different runs together; every run's result.json is written; never raises."""
-    from experiments.json_files import write_json
-    from experiments.training.loop import TrainConfig, provenance
-    from experiments.training.seed_batched import train_batched
-
-    try:
-        configs = [TrainConfig.from_dict(t.spec) for t in batch.tasks]
-        with contextlib.ExitStack() as locks:
-            for t in batch.tasks:
-                locks.enter_context(run_directory_lock(Path(t.run_dir)))
-            results = train_batched(configs)
-            for t, c, result in zip(batch.tasks, configs, results, strict=False):
-                write_json(
-                    Path(t.run_dir) / "config.json",
-                    {"config": c.to_dict(), "config_hash": c.config_hash(), **provenance(), "batched": len(configs)},
-                )
-                write_json(Path(t.run_dir) / "result.json", result.to_dict())
-        prov = provenance()
-        return [RunOutcome(t.key, True, r.to_dict(), prov) for t, r in zip(batch.tasks, results, strict=False)]
-    except Exception as exc:  # noqa: BLE001 - every run of the batch is reported failed
-        text = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
-        return [RunOutcome(t.key, False, error=text) for t in batch.tasks]
-
-
-def execute_item(item: WorkItem) -> list[RunOutcome]:
-    """Execute a single run or a batch; a list of outcomes either way."""
-    return execute_batch(item) if isinstance(item, RunBatch) else [execute_task(item)]
 
 
 def threads_per_worker(workers: int) -> int:
@@ -174,16 +31,26 @@ def threads_per_worker(workers: int) -> int:
     return max(1, (os.cpu_count() or 1) // check_int("workers", workers, minimum=1))
 
 
-def _worker_init(threads: int) -> None:
-    import torch
+def _execution() -> ModuleType:
+    """`experiments.sweeps.execute`, imported on first use.
 
-    torch.set_num_threads(threads)
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL("libc.so.6", use_errno=True)
-            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the driver
-            if os.getppid() == 1:  # the driver died before prctl took effect
-                os._exit(1)
+    The one deferred import of the sweep driver, for a measured reason: execute loads torch, the training loop and
+    theory.bounds / theory.kernels (sympy, scipy), about 3 s, which `attnrank sweep --help` and the driver of a
+    pool never use; only processes that execute runs (pool workers, Ray tasks, the driver when workers = 1) load it.
+    """
+    import experiments.sweeps.execute as execute
+
+    return execute
+
+
+def execute_item(item: WorkItem) -> list[RunOutcome]:
+    """Execute a single run or a batch in this process (`experiments.sweeps.execute`); never raises."""
+    outcomes: list[RunOutcome] = _execution().execute_item(item)
+    return outcomes
+
+
+def _worker_init(threads: int) -> None:
+    _execution().init_worker(threads)
 
 
 def run_local(tasks: Sequence[WorkItem], workers: int) -> Iterator[RunOutcome]:
@@ -211,10 +78,37 @@ def run_local(tasks: Sequence[WorkItem], workers: int) -> Iterator[RunOutcome]:
                 yield from future.result()
 
 
+RAY_CONNECT_TIMEOUT = 5.0
+"""Seconds `check_ray_address` waits for a Ray head to accept a connection."""
+
+
+def check_ray_address(address: str | None, timeout: float = RAY_CONNECT_TIMEOUT) -> str | None:
+    """Refuse (ValueError) a Ray address ``HOST:PORT`` / ``ray://HOST:PORT`` where nothing accepts a connection.
+
+    ``None`` and ``auto`` are passed through (Ray finds or starts a cluster). Without this check ``ray.init`` waits
+    for minutes, printing warnings, when nothing answers at the address.
+    """
+    if address is None or address == "auto":
+        return address
+    text = address.removeprefix("ray://")
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ValueError(f"address must be HOST:PORT, ray://HOST:PORT or auto, got {address!r}")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port_text)), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise ValueError(
+            f"address is unreachable: nothing answers at {address!r} within {timeout:g} s ({exc.strerror or exc})"
+        ) from exc
+    return address
+
+
 def run_ray(tasks: Sequence[WorkItem], address: str | None = None) -> Iterator[RunOutcome]:
     """Run tasks as Ray tasks (a new local Ray instance unless one is running or ``address`` is given)."""
-    import ray
+    import ray  # optional heavy dependency (pip install ray): imported only when the ray backend is used
 
+    check_ray_address(address)
     if not ray.is_initialized():
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     cpu_task = ray.remote(num_cpus=1)(execute_item)

@@ -1,4 +1,4 @@
-"""Sweep presets: every experiment of PAPER.md section 6 as a list of resolved run specs per scale.
+"""Sweep presets: every experiment of docs/paper.md section 6 as a list of resolved run specs per scale.
 
 A preset names an experiment, its run specs at each scale, how its figure is drawn (`experiments.figures.sweeps`)
 and the paper's numbers to put beside ours (`experiments.reporting.sweep_report`). Scales:
@@ -7,7 +7,7 @@ and the paper's numbers to put beside ours (`experiments.reporting.sweep_report`
 - ``cpu``: hours on a laptop; intermediate sizes;
 - ``paper``: the paper's full schedule (d = 64, 100k steps, 5 seeds; a GPU is needed).
 
-Run specs are either a :class:`experiments.training.loop.TrainConfig` (kind "train", key = ``config_hash()``) or a
+Run specs are either a :class:`experiments.config.TrainConfig` (kind "train", key = ``config_hash()``) or a
 :class:`RandomFeaturesSpec` (kind "random-features": no training, `constructions.random_features`). Both have
 ``to_dict()`` and ``config_hash()``; :func:`spec_from_record` turns a stored (kind, dict) back into a spec.
 """
@@ -22,7 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from experiments.training.loop import TrainConfig
+from experiments.config import TrainConfig
+from experiments.sweeps.claims import CLAIMS
 from theory.validation import check_choice, check_dimension, check_int
 
 SCALES = ("quick", "cpu", "paper")
@@ -31,7 +32,7 @@ SCALES = ("quick", "cpu", "paper")
 
 @dataclass(frozen=True)
 class RandomFeaturesSpec:
-    """One draw of random rank-1 hardmax heads with optimal output weights (PAPER.md section 6, random features).
+    """One draw of random rank-1 hardmax heads with optimal output weights (docs/paper.md section 6, random features).
 
     Attributes:
         d: dimension. head_counts: increasing head counts at which the nested prefix error is computed.
@@ -95,7 +96,7 @@ def spec_from_record(kind: str, data: Mapping[str, Any]) -> RunSpec:
 
 @dataclass(frozen=True)
 class PaperNumber:
-    """One published number (PAPER.md section 6) and the runs of ours it should be compared with.
+    """One published number (docs/paper.md section 6) and the runs of ours it should be compared with.
 
     Attributes:
         label: the cell, in words.  value: the paper's value (low, high) (equal ends for a single number).
@@ -114,7 +115,8 @@ class Preset:
 
     Attributes:
         name, description, figure: figure kind of `experiments.figures.sweeps`.  scales: scale -> spec builder.
-        paper: the published numbers (may be empty: figd has none).  claim: the qualitative finding, in words.
+        paper: the published numbers (may be empty: figd has none).  claim: the qualitative finding, in words
+            (`experiments.sweeps.claims.CLAIMS`, whose predicate judges it).
         expected: scale -> expected runtime and outcome in words (docs/sweeps.md).
     """
 
@@ -143,6 +145,9 @@ class Preset:
 
 QUICK = {"ffn_dim": 64, "steps": 600, "batch_size": 128, "log_every": 50, "checkpoint_every": 100, "device": "cpu"}
 CPU = {"ffn_dim": 256, "steps": 5000, "batch_size": 256, "log_every": 100, "checkpoint_every": 500}
+CPU2 = {"ffn_dim": 256, "batch_size": 128, "log_every": 50, "checkpoint_every": 500, "device": "cpu"}
+"""The 2-core cpu scale of the encoder presets (issue 11: each sweep <= 45 min with --workers 2): batch 128, FFN 256;
+steps and grid per preset, each with its time estimate (docs/tuning.md)."""
 PAPER = {"ffn_dim": 2048, "steps": 100_000, "batch_size": 256, "log_every": 100, "checkpoint_every": 5000}
 
 
@@ -174,22 +179,35 @@ def divisors_pow2(d: int) -> tuple[int, ...]:
 
 FARTHEST = {"task": "farthest", "model": "encoder"}
 
+QUICK_FARTHEST = {**QUICK, "steps": 800, "temperature": 128.0}
+"""Quick schedule of the farthest-point presets (docs/tuning.md): scores multiplied by temperature 128 (on top of
+1 / sqrt(r)), 800 steps. A full-rank head needs a score scale of a few tens to resolve the farthest point; the paper's
+100k steps reach it from temperature 1, 800 steps do not (d = 16, N = 8, L = 1: full rank 0.177 at temperature 1,
+0.055 at 32, 0.039 at 128), while low rank does not gain from it (r = 8: 0.59 / 0.576 / 0.578). The factor is the same
+for every rank and is a fixed, not learned, scale in front of the learned Q^T K."""
+
 
 def _fig1(scale: str) -> list[RunSpec]:
     if scale == "quick":
-        return list(
-            grid({**FARTHEST, **QUICK, "d": 16, "N": 8, "width": 1, "layers": 1}, rank=(16, 8, 4, 1), seed=(0, 1))
-        )
-    if scale == "cpu":
+        # docs/tuning.md: full rank 0.039-0.041 vs r = 8 0.578-0.602 (>= 14.2x) on both seeds, 174 s with 2 workers.
         return list(
             grid(
-                {**FARTHEST, **CPU, "d": 32, "N": 16},
-                layers=(1, 3),
-                width=(1, 8),
-                rank=divisors_pow2(32),
-                seed=(0, 1, 2),
+                {**FARTHEST, **QUICK_FARTHEST, "d": 16, "N": 8, "width": 1, "layers": 1},
+                rank=(16, 8, 4, 1),
+                seed=(0, 1),
             )
         )
+    if scale == "cpu":
+        # The quick scale's d = 16, N = 8 with every rank (16 ... 1), two seeds, 3000 steps (vs 800), and depth:
+        # L = 1 at lr 0.01 and L = 3 at lr 0.003 (at lr 0.01 three layers stay at the zero predictor, loss 1.0; at
+        # lr 0.003 full rank reaches 0.585 in 800 steps, 0.040 in 3000, r = 4 0.630). c = 1 only (c = 8 would add
+        # ~9 min). Estimated with 2 workers: 10 runs x 3000 steps x 0.035 s (L = 1) + 10 x 3000 x 0.10 s (L = 3)
+        # = ~34 min (docs/tuning.md).
+        base = {**FARTHEST, **CPU2, "d": 16, "N": 8, "width": 1, "steps": 3000, "temperature": 128.0}
+        return [
+            *grid({**base, "layers": 1}, rank=divisors_pow2(16), seed=(0, 1)),
+            *grid({**base, "layers": 3, "lr": 0.003}, rank=divisors_pow2(16), seed=(0, 1)),
+        ]
     return list(
         grid(
             {**FARTHEST, **PAPER, "d": 64, "N": 16},
@@ -203,12 +221,25 @@ def _fig1(scale: str) -> list[RunSpec]:
 
 def _figN(scale: str) -> list[RunSpec]:
     if scale == "quick":
+        # docs/tuning.md: full rank 0.03-0.07 at every N while r = 1 rises 0.14 -> 0.75 (20x at N = 16), ~3 min.
         return list(
-            grid({**FARTHEST, **QUICK, "d": 16, "layers": 1, "width": 1, "seed": 0}, N=(2, 4, 8, 16), rank=(16, 1))
+            grid(
+                {**FARTHEST, **QUICK_FARTHEST, "d": 16, "layers": 1, "width": 1, "seed": 0},
+                N=(2, 4, 8, 16),
+                rank=(16, 1),
+            )
         )
     if scale == "cpu":
+        # One layer as the quick scale (its schedule is tuned; deeper models at temperature 128 are not), N up to 64,
+        # three ranks, two seeds, 2500 steps: ~0.015 / 0.03 / 0.13 s per step at N = 4 / 16 / 64, estimated 22 min
+        # with 2 workers (docs/tuning.md).
         return list(
-            grid({**FARTHEST, **CPU, "d": 32, "layers": 2, "width": 8}, N=(4, 16, 64), rank=(32, 16, 1), seed=(0, 1))
+            grid(
+                {**FARTHEST, **CPU2, "d": 16, "layers": 1, "width": 1, "steps": 2500, "temperature": 128.0},
+                N=(4, 16, 64),
+                rank=(16, 8, 1),
+                seed=(0, 1),
+            )
         )
     return list(
         grid(
@@ -228,11 +259,13 @@ def _figd(scale: str) -> list[RunSpec]:
             grid({**FARTHEST, **quick, "N": 8, "layers": 1, "width": 1, "seed": 0}, d=(8, 16, 32), rank_fraction=(1, 4))
         )
     if scale == "cpu":
+        # The quick scale's one-layer set-up at temperature 128 (docs/tuning.md: 9-23x at 800 steps), d up to 64,
+        # ranks d, d/2, d/4, two seeds, 3000 steps: estimated 24 min with 2 workers.
         return list(
             grid(
-                {**FARTHEST, **CPU, "N": 16, "layers": 2, "width": 8},
-                d=(16, 32, 64),
-                rank_fraction=(1, 2, 8),
+                {**FARTHEST, **CPU2, "N": 8, "layers": 1, "width": 1, "steps": 3000, "temperature": 128.0},
+                d=(8, 16, 32, 64),
+                rank_fraction=(1, 2, 4),
                 seed=(0, 1),
             )
         )
@@ -277,9 +310,12 @@ def _posn(scale: str) -> list[RunSpec]:
         specs.append(TrainConfig(**{**base, "d": 16, "layers": 1, "rank": 16, "seed": 0}))  # full-rank reference
         return specs
     if scale == "cpu":
-        return _positional(
-            {**FARTHEST, **CPU, "N": 16, "width": 8, "lr": 0.005, "steps": 10_000}, 32, 32, (1, 3), (4, 16, 32), (0, 1)
-        )
+        # The quick scale's set-up (N = 4, lr 0.003: 3-layer models do not train at lr 0.01) with ranks 2 and 4, two
+        # seeds and 2500 steps, plus a full-rank reference per seed: 26 runs, estimated 26 min with 2 workers.
+        base = {**FARTHEST, **CPU2, "N": 4, "width": 1, "lr": 0.003, "steps": 2500}
+        specs = _positional(base, 16, 16, (1, 3), (2, 4), (0, 1))
+        specs += [TrainConfig(**{**base, "d": 16, "layers": 1, "rank": 16, "seed": s}) for s in (0, 1)]
+        return specs
     return _positional(
         {**FARTHEST, **PAPER, "N": 16, "width": 8, "lr": 0.005, "steps": 200_000},
         64,
@@ -311,12 +347,11 @@ def _icl(scale: str) -> list[RunSpec]:
         quick = {**QUICK, "steps": 1500, "lr": 0.003, "ffn_dim": 128}
         return list(grid({**icl, **quick, "d": 8, "N": 10, "embed_dim": 32, "layers": 2, "seed": 0}, rank=(32, 4, 1)))
     if scale == "cpu":
+        # The quick scale's model (D = 32, L = 2; ~0.12 s per step) with four ranks, two seeds and 3000 steps:
+        # 8 runs, estimated 25 min with 2 workers (a D = 64, L = 4, 20k-step grid would take ~1 day here).
+        cpu = {**CPU2, "ffn_dim": 128, "steps": 3000, "lr": 0.003}
         return list(
-            grid(
-                {**icl, **CPU, "d": 8, "N": 16, "embed_dim": 64, "layers": 4, "steps": 20_000, "lr": 0.001},
-                rank=(64, 8, 1),
-                seed=(0, 1),
-            )
+            grid({**icl, **cpu, "d": 8, "N": 10, "embed_dim": 32, "layers": 2}, rank=(32, 8, 2, 1), seed=(0, 1))
         )
     # Garg et al.'s standard set-up: d = 20, 41 pairs, D = 256, 12 layers (8 heads of rank 32 is GPT-2's own choice).
     return list(
@@ -350,13 +385,28 @@ def _bound_vs_trained(scale: str) -> list[RunSpec]:
 
 def _conjecture6(scale: str) -> list[RunSpec]:
     nearest = {"task": "nearest", "keys": "iid", "model": "encoder"}
+    # Learned additive positions at the quick and cpu scales: without them the encoder's query token cannot tell itself
+    # from the keys (its own score <y, y> = 1 is the largest), and even full rank stays near 0.5-0.7 (docs/tuning.md).
+    located = {**nearest, "positional": "additive", "temperature": 128.0}
     if scale == "quick":
+        # docs/tuning.md: N = 2: full 0.33 vs r = 1 0.49; N = 16: 0.21 vs 0.76 (the gap widens 0.16 -> 0.55).
         return list(
-            grid({**nearest, **QUICK, "d": 16, "layers": 2, "width": 1, "seed": 0}, N=(2, 4, 8, 16), rank=(16, 1))
+            grid(
+                {**located, **QUICK_FARTHEST, "d": 16, "layers": 2, "width": 1, "seed": 0},
+                N=(2, 4, 8, 16),
+                rank=(16, 1),
+            )
         )
     if scale == "cpu":
+        # N up to 32, two seeds, 2500 steps: ~0.03 / 0.065 / 0.24 s per step at N = 2 / 8 / 32 (rank 1 is the
+        # slower), estimated 28 min with 2 workers.
         return list(
-            grid({**nearest, **CPU, "d": 32, "layers": 3, "width": 8}, N=(2, 8, 32, 128), rank=(32, 4, 1), seed=(0, 1))
+            grid(
+                {**located, **CPU2, "d": 16, "layers": 2, "width": 1, "steps": 2500},
+                N=(2, 8, 32),
+                rank=(16, 1),
+                seed=(0, 1),
+            )
         )
     return list(
         grid(
@@ -366,6 +416,42 @@ def _conjecture6(scale: str) -> list[RunSpec]:
             seed=(0, 1, 2),
         )
     )
+
+
+DEPTH_D, DEPTH_P = 8, 8
+"""depth preset: token dimension and positional scratch width (streams of width D = 16, so H = 16 c heads)."""
+
+
+def _depth(scale: str) -> list[RunSpec]:
+    """Theorem 5 in training: two-layer rank-1 theory models with p concatenated scratch coordinates, next to
+    one-layer rank-1 theory models (Theorem 2's class, no positions) with the same H heads, on nearest neighbour,
+    N = 2, orthonormal keys (D_2), full value maps.
+
+    H counts the heads of one layer: the two-layer model has H heads in each layer (D = d + p, H = c D), the
+    one-layer model H = c' d heads (c' = c D / d); Theorem 5's construction has H voting heads plus one.
+    """
+    theorem = {"task": "nearest", "N": 2, "keys": "orthonormal", "model": "theory", "rank": 1, "value": "full"}
+    D = DEPTH_D + DEPTH_P
+    if scale == "quick":
+        # H = 16, 32, 64; docs/tuning.md: seconds per 1000-step run at load ~7: two layers 42 / ~55 / 72, one layer
+        # 21 / ~27 / 34, so ~250 s with 2 workers.
+        schedule: dict[str, Any] = {**QUICK, "steps": 1000}
+        widths: tuple[int, ...] = (1, 2, 4)
+        seeds: tuple[int, ...] = (0, 1)
+    elif scale == "cpu":
+        # H = 16 ... 256, 2000 steps of 128, 3 seeds: per 1000 steps two layers take 42 / ~55 / 72 / ~110 / 165 s
+        # and one layer 29 / ~31 / 34 / ~50 / 73 s (load ~7), so ~4000 worker-seconds, ~33 min with 2 workers.
+        schedule = {**QUICK, "steps": 2000, "checkpoint_every": 500}
+        widths, seeds = (1, 2, 4, 8, 16), (0, 1, 2)
+    else:
+        schedule = {**PAPER, "steps": 20_000}
+        widths, seeds = (1, 2, 4, 8, 16, 32, 64), (0, 1, 2, 3, 4)
+    specs: list[RunSpec] = []
+    for c, seed in itertools.product(widths, seeds):
+        base = {**theorem, **schedule, "d": DEPTH_D, "seed": seed}
+        specs.append(TrainConfig(**base, layers=2, positional="concat", positional_dim=DEPTH_P, width=c))
+        specs.append(TrainConfig(**base, layers=1, width=c * D // DEPTH_D))
+    return specs
 
 
 def _smoke(scale: str) -> list[RunSpec]:
@@ -389,7 +475,7 @@ def _scales(
     return {s: functools.partial(builder, s) for s in scales}
 
 
-# Paper numbers (PAPER.md section 6), Figure 1: L x {full, half, low} x c.
+# Paper numbers (docs/paper.md section 6), Figure 1: L x {full, half, low} x c.
 _FIG1_PAPER = (
     PaperNumber("L=1 full rank, c=1", (1.5e-2, 1.5e-2), {"layers": 1, "rank_class": "full", "width": 1}),
     PaperNumber("L=1 full rank, c=8", (7e-3, 7e-3), {"layers": 1, "rank_class": "full", "width": 8}),
@@ -442,10 +528,10 @@ PRESETS: dict[str, Preset] = {
             "fig1",
             _scales(_fig1),
             _FIG1_PAPER,
-            "with one layer, full rank beats every lower rank at equal parameter count",
+            CLAIMS["fig1"].statement,
             {
-                "quick": "8 runs, ~2-4 min on 2 cores",
-                "cpu": "72 runs, ~1 day on 2 cores",
+                "quick": "8 runs, ~3 min on 2 cores (174 s at load 8-11)",
+                "cpu": "20 runs (L = 1 and 3, every rank of d = 16), ~34 min on 2 cores",
                 "paper": "315 runs x 100k steps (GPU)",
             },
         ),
@@ -455,8 +541,8 @@ PRESETS: dict[str, Preset] = {
             "figN",
             _scales(_figN),
             _FIGN_PAPER,
-            "low-rank error grows with N while full rank stays low",
-            {"quick": "8 runs, ~2-3 min", "cpu": "18 runs, hours", "paper": "60 runs (GPU)"},
+            CLAIMS["figN"].statement,
+            {"quick": "8 runs, ~3 min (187 s at load 11-13)", "cpu": "18 runs, ~22 min", "paper": "60 runs (GPU)"},
         ),
         Preset(
             "figd",
@@ -464,8 +550,8 @@ PRESETS: dict[str, Preset] = {
             "figd",
             _scales(_figd),
             (),
-            "full rank beats low rank at every d",
-            {"quick": "6 runs, ~2 min", "cpu": "18 runs, hours", "paper": "80 runs (GPU)"},
+            CLAIMS["figd"].statement,
+            {"quick": "6 runs, ~2 min", "cpu": "24 runs, ~24 min", "paper": "80 runs (GPU)"},
         ),
         Preset(
             "posn",
@@ -473,8 +559,8 @@ PRESETS: dict[str, Preset] = {
             "posn",
             _scales(_posn),
             _POSN_PAPER,
-            "concatenated positional encodings help low rank with three layers (the paper: not with one)",
-            {"quick": "7 runs, ~4-6 min", "cpu": "36 runs, hours", "paper": "90 runs x 200k steps (GPU)"},
+            CLAIMS["posn"].statement,
+            {"quick": "7 runs, ~4-6 min", "cpu": "26 runs, ~26 min", "paper": "90 runs x 200k steps (GPU)"},
         ),
         Preset(
             "random-features",
@@ -482,7 +568,7 @@ PRESETS: dict[str, Preset] = {
             "random-features",
             _scales(_random_features),
             _RF_PAPER,
-            "the error falls slowly with H and plateaus near 0.18 (0.13 at d = 8)",
+            CLAIMS["random-features"].statement,
             {"quick": "4 solves, seconds", "cpu": "12 solves, minutes", "paper": "20 solves at H = 2^14"},
         ),
         Preset(
@@ -491,8 +577,8 @@ PRESETS: dict[str, Preset] = {
             "icl",
             _scales(_icl),
             (),
-            "fewer heads of higher rank give better accuracy at equal parameter count",
-            {"quick": "3 runs, ~6 min", "cpu": "6 runs, hours", "paper": "12 runs x 500k steps (GPU)"},
+            CLAIMS["icl"].statement,
+            {"quick": "3 runs, ~6 min", "cpu": "8 runs, ~25 min", "paper": "12 runs x 500k steps (GPU)"},
         ),
         Preset(
             "bound-vs-trained",
@@ -500,8 +586,8 @@ PRESETS: dict[str, Preset] = {
             "bound-vs-trained",
             _scales(_bound_vs_trained),
             (),
-            "no trained model beats the certified lower bound",
-            {"quick": "6 runs, ~1-2 min", "cpu": "24 runs, hours", "paper": "63 runs (GPU)"},
+            CLAIMS["bound-vs-trained"].statement,
+            {"quick": "6 runs, ~1-2 min", "cpu": "24 runs, 23 min (measured)", "paper": "63 runs (GPU)"},
         ),
         Preset(
             "conjecture6",
@@ -509,8 +595,17 @@ PRESETS: dict[str, Preset] = {
             "conjecture6",
             _scales(_conjecture6),
             (),
-            "low-rank error grows with N even with depth; full rank stays low",
-            {"quick": "8 runs, ~3 min", "cpu": "24 runs, hours", "paper": "45 runs (GPU)"},
+            CLAIMS["conjecture6"].statement,
+            {"quick": "8 runs, ~4 min", "cpu": "12 runs, ~28 min", "paper": "45 runs (GPU)"},
+        ),
+        Preset(
+            "depth",
+            "Theorem 5 in training: two-layer rank-1 models with positional scratch vs one layer and the bounds",
+            "depth",
+            _scales(_depth),
+            (),
+            CLAIMS["depth"].statement,
+            {"quick": "12 runs, ~3 min (176 s, load 6)", "cpu": "30 runs, ~33 min", "paper": "70 runs x 20k steps"},
         ),
         Preset(
             "smoke",

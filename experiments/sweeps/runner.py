@@ -8,6 +8,11 @@ Layout of a sweep directory ``out``:
 Re-running a sweep skips runs whose row is finished or diverged and re-submits the others; a training run resumes
 from its checkpoint (train() does that on its own directory), so a sweep killed at any moment loses at most the
 steps since each unfinished run's last checkpoint and never a finished result, and stores each run once.
+
+Everything a sweep is given is validated before its first run starts: the preset and scale, ``workers`` (>= 1), every
+override (each run's TrainConfig is built first; a weight file named by ``init`` is loaded and matched against its
+config). A damaged or foreign store is refused (`experiments.sweeps.store.StoreError`); :func:`rebuild_store`
+(``attnrank sweep ... --rebuild-store``) moves it aside and rebuilds it from the runs' ``result.json`` files.
 """
 
 from __future__ import annotations
@@ -21,9 +26,12 @@ from typing import Any
 
 from tqdm import tqdm
 
-from experiments.sweeps.backends import RunBatch, RunTask, WorkItem, run_tasks
-from experiments.sweeps.presets import get_preset, spec_kind, with_overrides
-from experiments.sweeps.store import ResultsStore
+from experiments.config import TrainConfig
+from experiments.sweeps.backends import run_tasks
+from experiments.sweeps.presets import RunSpec, get_preset, spec_kind, with_overrides
+from experiments.sweeps.store import DONE_STATUSES, ResultsStore, StoreError
+from experiments.sweeps.work import RunBatch, RunTask, WorkItem
+from theory.validation import check_int
 
 STORE_NAME = "results.sqlite"
 RUNS_DIR = "runs"
@@ -32,6 +40,115 @@ RUNS_DIR = "runs"
 def store_path(out: Path | str) -> Path:
     """``<out>/results.sqlite``."""
     return Path(out) / STORE_NAME
+
+
+def resolve_runs(preset: str, scale: str, overrides: Mapping[str, Any] | None = None) -> list[RunSpec]:
+    """The sweep's run specs with ``overrides`` applied, every one validated before any run starts.
+
+    Every TrainConfig is built (a bad value names its field); overrides on a preset without training runs are
+    refused (they would change nothing); a weight file named by ``init`` must exist, be readable and match its run.
+    """
+    specs = get_preset(preset).runs(scale)
+    if overrides:
+        if not any(isinstance(s, TrainConfig) for s in specs):
+            raise ValueError(f"--set overrides TrainConfig fields, but preset {preset} has no training runs")
+        specs = with_overrides(specs, overrides)
+    checked: set[str] = set()
+    for spec in specs:
+        if isinstance(spec, TrainConfig) and spec.init is not None:
+            if spec.model != "theory":
+                raise ValueError(
+                    f"init: weight files load into the theory model, but preset {preset} trains {spec.model!r}"
+                )
+            key = json.dumps({k: v for k, v in spec.to_dict().items() if k != "seed"}, sort_keys=True)
+            if key not in checked:
+                # torch (via the model factory) is imported only when a run loads a weight file: a sweep's driver
+                # otherwise never loads it (see experiments.sweeps.backends).
+                from experiments.models.factory import theory_network_from_file
+
+                theory_network_from_file(spec)
+                checked.add(key)
+    return specs
+
+
+def _entries(specs: list[RunSpec]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(s.config_hash(), spec_kind(s), s.to_dict()) for s in specs]
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _open_for(preset: str, scale: str, out: Path) -> ResultsStore:
+    """The sweep's store; a refusal names this sweep's own rebuild command."""
+    try:
+        return ResultsStore(store_path(out))
+    except StoreError as exc:
+        message = str(exc).replace("PRESET --scale SCALE", f"{preset} --scale {scale}")
+        raise StoreError(message, damaged=exc.damaged) from exc
+
+
+def rebuild_store(
+    preset: str, scale: str, out: Path | str, *, overrides: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Rebuild the results store of the sweep ``preset`` / ``scale`` in ``out`` from its runs' files.
+
+    A store that cannot be opened (damaged, truncated, another program's database) is first renamed to
+    ``results.sqlite.damaged-<UTC time>`` (with its -wal / -shm files), never deleted; a readable one is kept and
+    completed (so the command can be repeated once per sweep of the directory). Then every run of the sweep is
+    registered, and each run whose ``runs/<hash>/result.json`` is readable is stored as finished (or diverged) with
+    those metrics and the provenance of its ``config.json`` (git revision, library versions), after checking that
+    config.json names the same config hash. Theory-model runs are left pending instead: their stored metrics include
+    an evaluation made after training (`experiments.sweeps.execute`), which the next sweep repeats (train() returns
+    the finished result without training again; the evaluation uses a fixed seed, so the numbers are the same).
+
+    Returns:
+        restored (runs stored from their files), pending (left to the sweep), moved_aside (path or None).
+    """
+    out = Path(out)
+    entries = _entries(resolve_runs(preset, scale, overrides))
+    path = store_path(out)
+    moved: Path | None = None
+    if path.exists():
+        try:
+            ResultsStore(path).close()
+        except StoreError as exc:
+            if not exc.damaged:
+                raise  # busy (another sweep writes to it) or otherwise unusable now: never moved aside
+            stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+            moved = path.with_name(f"{path.name}.damaged-{stamp}")
+            for suffix in ("", "-wal", "-shm"):
+                side = path.with_name(path.name + suffix)
+                if side.exists():
+                    side.rename(moved.with_name(moved.name + suffix))
+    restored = 0
+    with ResultsStore(path) as store:
+        store.register(preset, scale, entries)
+        done = store.done_keys()
+        for key, kind, spec in entries:
+            run_dir = out / RUNS_DIR / key
+            metrics = _read_json(run_dir / "result.json")
+            if key in done or metrics is None or (kind == "train" and spec.get("model") == "theory"):
+                continue
+            config = _read_json(run_dir / "config.json") or {}
+            if kind == "train" and config.get("config_hash") != key:
+                continue  # a directory whose config is not this run's: leave the run to the sweep
+            required = ("best_loss", "final_loss", "seconds")
+            if not all(isinstance(metrics.get(k), (int, float, str)) for k in required):
+                continue
+            provenance = {"git_revision": config.get("git_revision"), "versions": config.get("versions") or {}}
+            store.mark_running(key)
+            restored += int(store.record_result(key, metrics, provenance))
+        counts = store.status_counts(k for k, _, _ in entries)
+    return {
+        "restored": restored,
+        "pending": sum(v for s, v in counts.items() if s not in DONE_STATUSES),
+        "moved_aside": None if moved is None else str(moved),
+    }
 
 
 def group_by_seed(tasks: list[RunTask]) -> list[WorkItem]:
@@ -60,6 +177,7 @@ def run_sweep(
     overrides: Mapping[str, Any] | None = None,
     progress: bool = True,
     batch_seeds: bool = False,
+    rebuild: bool = False,
 ) -> dict[str, Any]:
     """Run (or finish) the sweep ``preset`` at ``scale`` into ``out``.
 
@@ -74,20 +192,24 @@ def run_sweep(
             each run's config (and hence of its hash).
         progress: show a progress bar over runs (stderr).
         batch_seeds: train the runs that differ only in seed together in one process (stacked parameters,
-            `experiments.training.seed_batched`; for GPUs; no mid-run checkpoints, so a killed batch restarts).
+            `experiments.training.loop.train_batched`; for GPUs; no mid-run checkpoints, so a killed batch restarts).
+        rebuild: first rebuild the store from the runs' files (:func:`rebuild_store`; a damaged store is moved
+            aside), then run what is left.
 
     Returns:
         summary: preset, scale, runs, skipped (already done), finished, diverged, failed (this call), seconds,
-        runs_per_second (runs executed by this call per wall second), store.
+        runs_per_second (runs executed by this call per wall second), store; with ``rebuild`` also restored and
+        moved_aside.
     """
-    spec_list = get_preset(preset).runs(scale)
-    if overrides:
-        spec_list = with_overrides(spec_list, overrides)
+    if workers is not None:
+        check_int("workers", workers, minimum=1)
+    spec_list = resolve_runs(preset, scale, overrides)
     out = Path(out)
     started = time.perf_counter()
     counts = {"finished": 0, "diverged": 0, "failed": 0}
-    with ResultsStore(store_path(out)) as store:
-        entries = [(s.config_hash(), spec_kind(s), s.to_dict()) for s in spec_list]
+    rebuilt = rebuild_store(preset, scale, out, overrides=overrides) if rebuild else None
+    with _open_for(preset, scale, out) as store:
+        entries = _entries(spec_list)
         store.register(preset, scale, entries)
         done = store.done_keys()
         tasks = [RunTask(key, kind, spec, str(out / RUNS_DIR / key)) for key, kind, spec in entries if key not in done]
@@ -114,6 +236,7 @@ def run_sweep(
                 bar.update(1)
         seconds = time.perf_counter() - started
     executed = len(tasks)
+    extra = {} if rebuilt is None else {"restored": rebuilt["restored"], "moved_aside": rebuilt["moved_aside"]}
     return {
         "preset": preset,
         "scale": scale,
@@ -123,4 +246,5 @@ def run_sweep(
         "seconds": seconds,
         "runs_per_second": executed / seconds if seconds > 0 else float("nan"),
         "store": str(store_path(out)),
+        **extra,
     }

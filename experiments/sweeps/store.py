@@ -14,17 +14,28 @@ finished twice (e.g. by a worker orphaned by a killed driver) is stored once.
 
 Only the sweep driver process writes (workers return results to it), so there is one writer per store; SQLite's
 file locking with a busy timeout keeps a second, concurrent driver (or a reader such as ``attnrank report``) safe.
+
+Damage. Opening checks the file before anything is written: the SQLite header, the page count against the file size
+(a truncated file), ``PRAGMA quick_check``, and that its tables are this store's (``runs`` and ``sweep_runs`` with
+their columns). A file that fails (garbage bytes, a truncated copy, another program's SQLite database) is refused with
+one line, :class:`StoreError` (a ValueError), that says how to rebuild it from the runs' ``result.json`` files
+(``attnrank sweep PRESET --scale SCALE --out DIR --rebuild-store``, `experiments.sweeps.runner.rebuild_store`); no
+table is ever created in a file this module did not create. ``readonly=True`` (``attnrank report``) opens the file
+with SQLite's ``mode=ro`` URI, so a reader can never write to it. Any SQLite error raised later by a method is the
+same one-line StoreError.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping, Sequence
+import urllib.parse
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from experiments.json_files import jsonable
 from theory.validation import check_choice
@@ -59,6 +70,118 @@ CREATE TABLE IF NOT EXISTS sweep_runs (
 """
 
 
+COLUMNS = {
+    "runs": {
+        "hash", "kind", "spec", "status", "metrics", "error", "attempts", "created", "started", "finished", "seconds",
+        "git_revision", "versions",
+    },
+    "sweep_runs": {"preset", "scale", "hash", "position"},
+}  # fmt: skip
+"""The columns of this store's tables: a file whose tables lack them is not an attnrank results store."""
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+class StoreError(ValueError):
+    """The results store cannot be used (damaged, truncated, foreign, busy, read-only): one line, with how to rebuild.
+
+    ``damaged`` is True when rebuilding is the remedy (garbage, truncated, foreign tables, unreadable), False when
+    the file is fine but cannot be used now (locked by another sweep, opened read-only, missing).
+    """
+
+    def __init__(self, message: str, *, damaged: bool = False) -> None:
+        super().__init__(message)
+        self.damaged = damaged
+
+
+def rebuild_hint(path: Path) -> str:
+    """The one-line instruction to rebuild the store at ``path`` from its runs' result.json files."""
+    return (
+        f"rebuild it from {path.parent}/runs/*/result.json with `attnrank sweep PRESET --scale SCALE --out "
+        f"{path.parent} --rebuild-store` (the damaged file is moved aside, not deleted; once per sweep the directory "
+        "held)"
+    )
+
+
+def _damaged(path: Path, reason: str) -> StoreError:
+    return StoreError(f"{path} is not a usable results store ({reason}); {rebuild_hint(path)}", damaged=True)
+
+
+def check_header(path: Path) -> None:
+    """StoreError unless ``path`` starts with the SQLite header and is as long as its header says (not truncated).
+
+    The page size is at byte 16 (2 bytes, big endian; 1 means 65536) and the page count at byte 28 (valid when the
+    change counter at byte 24 equals the version-valid-for number at byte 92; SQLite's file format, section 1.3).
+    The page count is not compared while a non-empty WAL file exists beside the store (SQLite completes an interrupted
+    checkpoint from it).
+    """
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        header = handle.read(100)
+    if size == 0:
+        return  # an empty file is what SQLite creates before the first write
+    if len(header) < 100 or not header.startswith(SQLITE_HEADER):
+        raise _damaged(path, "not a SQLite database: unknown header")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    valid = header[24:28] == header[92:96]
+    wal = path.with_name(path.name + "-wal")
+    if wal.is_file() and wal.stat().st_size > 0:
+        valid = False  # a checkpoint interrupted by a crash may leave the file short; SQLite redoes it from the WAL
+    if page_size < 512 or size % page_size != 0 or (valid and size < pages * page_size):
+        raise _damaged(path, f"truncated: {size} bytes, not the {pages} pages of {page_size} bytes its header names")
+
+
+def _check_schema(connection: sqlite3.Connection, path: Path) -> bool:
+    """True if the file holds this store's tables, False if it holds no table at all; StoreError otherwise."""
+    (verdict,) = connection.execute("PRAGMA quick_check").fetchone()
+    if verdict != "ok":
+        raise _damaged(path, f"quick_check: {' '.join(str(verdict).split())[:120]}")
+    tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not tables:
+        return False
+    for table, columns in COLUMNS.items():
+        present = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")} if table in tables else set()
+        if not columns <= present:
+            listed = ", ".join(sorted(tables)[:6])
+            raise StoreError(
+                f"{path} is a SQLite database but not an attnrank results store (its tables: {listed}); "
+                f"it is left untouched: point --out at another directory, or {rebuild_hint(path)}",
+                damaged=True,
+            )
+    return True
+
+
+_T = TypeVar("_T")
+
+
+def _guarded(method: Callable[..., _T]) -> Callable[..., _T]:
+    """Turn any SQLite error of a store method into a one-line StoreError naming the store and the rebuild."""
+
+    @functools.wraps(method)
+    def wrapper(self: ResultsStore, *args: Any, **kwargs: Any) -> _T:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.IntegrityError:
+            raise  # a constraint violation is a bug in the caller, not damage
+        except sqlite3.OperationalError as exc:
+            text = str(exc)
+            if "locked" in text or "busy" in text:
+                raise StoreError(
+                    f"{self.path} is busy ({text}): another sweep may be writing to it; retry later"
+                ) from exc
+            if "readonly" in text:
+                raise StoreError(f"{self.path} was opened read-only ({text})") from exc
+            raise _damaged(self.path, f"SQLite: {text}") from exc
+        except sqlite3.DatabaseError as exc:
+            raise _damaged(self.path, f"SQLite: {exc}") from exc
+        except json.JSONDecodeError as exc:
+            raise _damaged(self.path, f"a stored JSON field is unreadable: {exc}") from exc
+
+    return wrapper
+
+
 @dataclass(frozen=True)
 class RunRow:
     """One row of the store."""
@@ -78,17 +201,49 @@ class RunRow:
 
 
 class ResultsStore:
-    """Open (creating if needed) the store at ``path``.
+    """Open (creating if needed, unless ``readonly``) the store at ``path``, refusing a damaged or foreign file.
 
     Args:
         path: the SQLite file (``<out>/results.sqlite``).
         timeout: seconds to wait for another process's lock.
+        readonly: open with SQLite's ``mode=ro`` (the file must exist and hold this store's tables); nothing can be
+            written through this connection.
+
+    Raises:
+        StoreError: the file is damaged (garbage, truncated), another program's SQLite database, missing (readonly),
+            or SQLite cannot read it; the message is one line and says how to rebuild the store.
     """
 
-    def __init__(self, path: Path | str, timeout: float = 60.0) -> None:
+    def __init__(self, path: Path | str, timeout: float = 60.0, *, readonly: bool = False) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.connection = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+        self.readonly = readonly
+        if readonly and not self.path.is_file():
+            raise StoreError(f"{self.path}: no results store; run `attnrank sweep PRESET --out {self.path.parent}`")
+        if self.path.is_file():
+            check_header(self.path)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if readonly:
+                uri = f"file:{urllib.parse.quote(str(self.path.resolve()))}?mode=ro"
+                self.connection = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
+            else:
+                self.connection = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+        except sqlite3.DatabaseError as exc:
+            raise _damaged(self.path, f"SQLite: {exc}") from exc
+        try:
+            self._open()
+        except BaseException:
+            self.connection.close()
+            raise
+
+    @_guarded
+    def _open(self) -> None:
+        ours = _check_schema(self.connection, self.path)
+        if self.readonly:
+            if not ours:
+                raise StoreError(f"{self.path} holds no tables: not an attnrank results store")
+            return
         self.connection.execute("PRAGMA journal_mode=WAL")
         self.connection.execute("PRAGMA synchronous=FULL")
         self.connection.execute("PRAGMA foreign_keys=ON")
@@ -109,6 +264,7 @@ class ResultsStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @_guarded
     def register(self, preset: str, scale: str, runs: Sequence[tuple[str, str, Mapping[str, Any]]]) -> int:
         """Add runs (hash, kind, spec dict) as pending unless already present; attach them to the sweep.
 
@@ -130,6 +286,7 @@ class ResultsStore:
                 )
         return inserted
 
+    @_guarded
     def mark_running(self, key: str) -> None:
         """A run was handed to a worker (unless it is already done)."""
         with self._transaction():
@@ -139,6 +296,7 @@ class ResultsStore:
                 (time.time(), key),
             )
 
+    @_guarded
     def record_result(self, key: str, metrics: Mapping[str, Any], provenance: Mapping[str, Any]) -> bool:
         """Store a run's result durably (status finished, or diverged if metrics say so).
 
@@ -162,6 +320,7 @@ class ResultsStore:
             )
             return cursor.rowcount == 1
 
+    @_guarded
     def record_failure(self, key: str, error: str) -> None:
         """A run raised: status failed with the message (retried on the next sweep)."""
         with self._transaction():
@@ -171,6 +330,7 @@ class ResultsStore:
                 (error, key),
             )
 
+    @_guarded
     def rows(self, preset: str | None = None, scale: str | None = None) -> list[RunRow]:
         """Every run (of one sweep when preset/scale are given), in sweep order."""
         if preset is None:
@@ -187,11 +347,13 @@ class ResultsStore:
             cursor = self.connection.execute(query + " ORDER BY s.scale, s.position", params)
         return [_row(values) for values in cursor.fetchall()]
 
+    @_guarded
     def sweeps(self) -> list[tuple[str, str]]:
         """(preset, scale) pairs recorded in the store."""
         cursor = self.connection.execute("SELECT DISTINCT preset, scale FROM sweep_runs ORDER BY preset, scale")
         return [(str(p), str(s)) for p, s in cursor.fetchall()]
 
+    @_guarded
     def status_counts(self, keys: Iterable[str] | None = None) -> dict[str, int]:
         """Number of runs per status (optionally among ``keys``)."""
         counts = dict.fromkeys(STATUSES, 0)
@@ -201,6 +363,7 @@ class ResultsStore:
                 counts[check_choice("status", status, STATUSES)] += 1
         return counts
 
+    @_guarded
     def done_keys(self) -> set[str]:
         """Hashes of finished or diverged runs."""
         cursor = self.connection.execute("SELECT hash FROM runs WHERE status IN ('finished', 'diverged')")

@@ -1,1 +1,2 @@
-"""training"""
+"""Training runs: the schedule, checkpoints, provenance, the run's parts (device, task, model) and the one training loop
+(ordinary runs and seed-batched runs)."""

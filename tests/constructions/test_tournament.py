@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from constructions.tournament import build_tournament, tournament_weights
-from tests.strategies import seeds
+from tests.strategies import head_counts, seeds
 from theory.majority_vote_error import majority_vote_error
 from theory.multilayer import multilayer_forward
 from theory.plurality_vote import plurality_vote_errors
@@ -17,7 +17,7 @@ from theory.targets import nearest_neighbor
 
 
 @settings(max_examples=15)
-@given(N=st.integers(2, 6), H=st.integers(1, 30), seed=seeds, keys=st.sampled_from(["orthonormal", "iid"]))
+@given(N=st.integers(2, 6), H=head_counts(30), seed=seeds, keys=st.sampled_from(["orthonormal", "iid"]))
 def test_hardmax_output_is_the_plurality_winner(N, H, seed, keys):
     d = 8
     rng = np.random.default_rng(seed)
@@ -30,7 +30,7 @@ def test_hardmax_output_is_the_plurality_winner(N, H, seed, keys):
     np.testing.assert_allclose(multilayer_forward(built.weights, X, y), X[np.arange(40), winner], atol=1e-12)
 
 
-@given(N=st.integers(2, 7), H=st.integers(1, 10), seed=seeds)
+@given(N=st.integers(2, 7), H=head_counts(10), seed=seeds)
 def test_every_head_has_rank_one(N, H, seed):
     built = build_tournament(5, N, H, np.random.default_rng(seed))
     assert built.weights.layer_heads == [H, N * (N - 1) // 2, N + 1]

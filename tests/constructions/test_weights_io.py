@@ -106,6 +106,19 @@ def _write_raw(path, tensors, metadata):
         (lambda t, m: m.update(version="0"), "format version '0' is not supported"),
         (lambda t, m: m.update(layout="conv"), "layout must be one of"),
         (lambda t, m: m.update(d="three"), "metadata d='three' is not a valid number"),
+        (lambda t, m: m.update(d="3.0"), "metadata d='3.0' is not a valid number"),
+        (lambda t, m: m.update(d=" 3"), "metadata d=' 3' is not a valid number"),
+        (lambda t, m: m.update(H="1,1"), r"H must be one integer in a single-layer file, got \[1, 1\]"),
+        (lambda t, m: m.update(r="4"), "metadata r must be <= d = 3, got 4"),
+        (lambda t, m: m.update(L="1000000000"), "L belong to the multi-layer layout"),
+        (lambda t, m: m.update(predicted_error="-1"), "predicted_error must be nan or a finite number >= 0"),
+        (lambda t, m: m.update(predicted_error="inf"), "predicted_error must be nan or a finite number >= 0"),
+        (lambda t, m: m.update(temperature="1e39"), "temperature must be > 0 and at most 3.403e\\+38"),
+        (lambda t, m: m.update(temperature="nan"), "temperature must be > 0"),
+        (lambda t, m: m.update(task="farthest"), "metadata task must be one of"),
+        (lambda t, m: m.update(keys="weird"), "metadata keys must be one of"),
+        (lambda t, m: t["V"].__setitem__((0, 0, 0), 1e39), "tensor V holds values beyond float32's range"),
+        (lambda t, m: t["K"].__setitem__((0, 0, 0), np.inf), "tensor K contains non-finite values"),
     ],
 )
 def test_loading_refuses_mismatches(tmp_path, mutate, message):
@@ -125,3 +138,19 @@ def test_loading_refuses_non_safetensors_and_missing_files(tmp_path):
         load_weights(garbage)
     with pytest.raises(FileNotFoundError):
         load_weights(tmp_path / "absent.safetensors")
+
+
+def test_a_huge_layer_count_allocates_nothing(tmp_path):
+    """Multi-layer metadata L = 1e9 with three tensors is refused from the header's tensor count."""
+    tensors = {"context_codes": np.zeros((2, 1)), "query_code": np.zeros(1), "readout": np.zeros((2, 3))}
+    metadata = {"construction": "t", "d": "2", "p": "1", "N": "2", "L": "1000000000", "r": "1", "H": "1",
+                "temperature": "inf", "predicted_error": "nan", "version": "1", "layout": "multi-layer",
+                "update": "query"}  # fmt: skip
+    _write_raw(tmp_path / "huge.safetensors", tensors, metadata)
+    with pytest.raises(WeightFileError, match="metadata H lists 1 head counts but L = 1000000000"):
+        load_weights(tmp_path / "huge.safetensors")
+    metadata["H"] = ",".join(["1"] * 5)
+    metadata["L"] = "5"
+    _write_raw(tmp_path / "five.safetensors", tensors, metadata)
+    with pytest.raises(WeightFileError, match="L = 5 layers need 18 tensors, the file holds 3"):
+        load_weights(tmp_path / "five.safetensors")

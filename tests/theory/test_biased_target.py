@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.strategies import seeds
+from tests.strategies import dimensions, seeds
 from theory.biased_target import (
     bias_count,
     bias_grid,
@@ -36,7 +36,7 @@ def test_default_grid_has_2d2_plus_1_biases_covering_four_sd():
     assert np.allclose(np.diff(grid.biases), grid.delta)
 
 
-@given(d=st.integers(2, 7), m=st.integers(1, 30), seed=seeds)
+@given(d=dimensions(2, 7), m=st.integers(1, 30), seed=seeds)
 def test_target_is_the_sum_of_biased_nearest_neighbours(d, m, seed):
     grid = bias_grid(d, m=m)
     X, y = sample_biased_context(200, d, np.random.default_rng(seed))
@@ -44,7 +44,7 @@ def test_target_is_the_sum_of_biased_nearest_neighbours(d, m, seed):
     assert np.allclose(biased_target(X, y, grid), expected, atol=1e-12 * grid.count)
 
 
-@given(d=st.integers(2, 7), m=st.integers(1, 30), seed=seeds, keys=st.sampled_from(["orthonormal", "iid"]))
+@given(d=dimensions(2, 7), m=st.integers(1, 30), seed=seeds, keys=st.sampled_from(["orthonormal", "iid"]))
 def test_decomposition_identity_in_the_bulk(d, m, seed, keys):
     grid = bias_grid(d, m=m)
     X, y = sample_biased_context(300, d, np.random.default_rng(seed), keys)

@@ -181,7 +181,7 @@ def test_exact_variant_is_a_rational_combination_of_energies():
     """d = 3 (odd d: e_k rational): the exact bound is a sympy Rational."""
     value = rank_lower_bound_exact(3, 1, 1, 5)
     assert value.is_rational
-    # e_1 = 3/4 at d = 3 (PAPER.md), bracket 1 - 1/3: first term (1/2)(3/4)(2/3) = 1/4
+    # e_1 = 3/4 at d = 3 (docs/paper.md), bracket 1 - 1/3: first term (1/2)(3/4)(2/3) = 1/4
     assert rank_lower_bound_exact(3, 1, 1, 1) == pytest.approx(0.25, abs=0)
 
 
@@ -341,7 +341,7 @@ def test_full_rank_error_matches_its_asymptote_to_order_d_over_lambda_squared(d,
 
 
 def test_full_rank_constant_limit():
-    """C_d -> 2 (ln 2 - 1/2)/sqrt(pi) = 0.21795 (PAPER.md: 0.2179), increasing in d."""
+    """C_d -> 2 (ln 2 - 1/2)/sqrt(pi) = 0.21795 (docs/paper.md: 0.2179), increasing in d."""
     assert FULL_RANK_ASYMPTOTE_LIMIT == pytest.approx(0.21794, abs=1e-5)
     values = [full_rank_constant(d) for d in (4, 16, 64, 1024, 10**6)]
     assert all(b > a for a, b in zip(values[:-1], values[1:], strict=True))

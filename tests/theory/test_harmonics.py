@@ -303,7 +303,7 @@ _GOSPER_TAILS: dict[int, object] = {}
 
 def _gosper_tail(d: int, J: int) -> float:
     """sum_{j >= J} e_{2j+1} for odd d from Gosper's algorithm: T(j) = R(j) a(j) with T(j+1) - T(j) = a(j), so the
-    tail is -T(J). The summand a(j) = N(d, 2j+1) beta_{2j+1}^2 is written out here from PAPER.md's formulas."""
+    tail is -T(J). The summand a(j) = N(d, 2j+1) beta_{2j+1}^2 is written out here from docs/paper.md's formulas."""
     if d not in _GOSPER_TAILS:
         j = sympy.Symbol("j", integer=True, nonnegative=True)
         D, half = sympy.Integer(d), sympy.Rational(1, 2)

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.strategies import seeds
-from theory.monte_carlo import MonteCarloEstimate, estimate_error, estimate_mean
+from theory.monte_carlo import MeanAccumulator, MonteCarloEstimate, estimate_error, estimate_mean
 from theory.sphere import sample_context
 from theory.targets import nearest_neighbor
 
@@ -60,7 +60,7 @@ def _d2(d: int):  # type: ignore[no-untyped-def]
 
 
 def test_exact_errors_of_simple_maps() -> None:
-    """Under D_2: the zero map has error exactly 1 and (x_1 + x_2)/2 exactly 1/2 (PAPER.md section 1)."""
+    """Under D_2: the zero map has error exactly 1 and (x_1 + x_2)/2 exactly 1/2 (docs/paper.md section 1)."""
     rng = np.random.default_rng(1)
     zero = estimate_error(lambda X, y: np.zeros_like(y), nearest_neighbor, _d2(6), 5000, rng, batch_size=1200)
     assert zero.mean == pytest.approx(1.0, abs=1e-12) and zero.stderr < 1e-12
@@ -103,3 +103,60 @@ def test_statistical_estimate_covers_the_truth_and_rejects_a_wrong_value() -> No
 def test_bad_arguments_raise_value_error_naming_the_parameter(call, parameter: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match=rf"^{parameter} must"):
         call()
+
+
+@given(n=st.integers(2, 300), batch=st.integers(1, 70), seed=seeds)
+def test_accumulator_matches_numpy(n: int, batch: int, seed: int) -> None:
+    """Streaming in batches gives numpy's mean and ddof = 1 standard error of all the samples at once."""
+    values = np.random.default_rng(seed).normal(3.0, 2.0, size=n)  # (n,)
+    accumulator = MeanAccumulator()
+    for start in range(0, n, batch):
+        accumulator.add(values[start : start + batch])
+    estimate = accumulator.estimate()
+    assert estimate.n_samples == n
+    assert estimate.mean == pytest.approx(np.mean(values), rel=1e-12, abs=1e-12)
+    assert estimate.stderr == pytest.approx(np.std(values, ddof=1) / math.sqrt(n), rel=1e-10)
+
+
+@given(n=st.integers(2, 100), batch=st.integers(1, 30), seed=seeds)
+def test_vector_accumulator_matches_numpy_per_component(n: int, batch: int, seed: int) -> None:
+    values = np.random.default_rng(seed).exponential(size=(n, 3)) * [1.0, 10.0, 1e3]  # (n, 3)
+    accumulator = MeanAccumulator((3,))
+    for start in range(0, n, batch):
+        accumulator.add(values[start : start + batch])
+    estimates = accumulator.estimates()
+    np.testing.assert_allclose([e.mean for e in estimates], values.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose([e.stderr for e in estimates], values.std(axis=0, ddof=1) / math.sqrt(n), rtol=1e-10)
+
+
+def test_accumulator_keeps_precision_where_sum_of_squares_fails() -> None:
+    """Negative control: mean 1e8, spread 1. The sum-of-squares variance E[x^2] - E[x]^2 cancels to noise (its
+    float64 rounding, ~eps * 1e16 ~ 2, exceeds the variance 1), the accumulator matches the exact two-pass value."""
+    rng = np.random.default_rng(7)
+    values = 1e8 + rng.normal(size=100_000)  # (n,)
+    exact = float(np.var(values - 1e8, ddof=1))  # shifted two-pass: no cancellation
+    accumulator = MeanAccumulator()
+    sums = squares = 0.0
+    n = 0
+    for start in range(0, values.size, 1000):
+        chunk = values[start : start + 1000]
+        accumulator.add(chunk)
+        sums += float(chunk.sum())
+        squares += float((chunk**2).sum())
+        n += chunk.size
+    naive = (squares / n - (sums / n) ** 2) * n / (n - 1)
+    streamed = accumulator.estimate().stderr ** 2 * n
+    assert abs(streamed - exact) < 1e-6 * exact, (streamed, exact)
+    assert abs(naive - exact) > 0.1 * exact, (naive, exact)  # the naive formula is off by more than 10%
+
+
+def test_accumulator_rejects_bad_input() -> None:
+    accumulator = MeanAccumulator()
+    with pytest.raises(ValueError, match="at least 2"):
+        accumulator.estimate()
+    with pytest.raises(ValueError, match="finite"):
+        accumulator.add([1.0, math.nan])
+    with pytest.raises(ValueError, match="shape"):
+        MeanAccumulator((2,)).add(np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="estimates"):
+        MeanAccumulator((2,)).estimate()

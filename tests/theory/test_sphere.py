@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from scipy import integrate, special, stats
 
 from tests.strategies import dimensions, seeds
+from theory.monte_carlo import DEFAULT_Z
 from theory.sphere import (
     coordinate_density,
     coordinate_density_constant,
@@ -25,7 +26,7 @@ from theory.sphere import (
     sample_sphere,
 )
 
-Z = 4.0
+Z = DEFAULT_Z  # acceptance half-width in standard errors (one value for every statistical check)
 LEVEL = 1e-4
 
 

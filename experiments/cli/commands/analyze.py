@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from experiments.analysis.trained import analyze_run
+from experiments.cli.arguments import check_output_file, path_argument
 from experiments.cli.output import emit
 from experiments.json_files import jsonable, write_json
+from theory.validation import check_int
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -23,7 +24,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "run the error against the number of in-context examples, next to the least-squares and averaging baselines. "
         "Writes DIR/analysis.json.",
     )
-    parser.add_argument("run_dir", type=Path, metavar="DIR", help="run directory written by `attnrank train`")
+    parser.add_argument("run_dir", type=path_argument, metavar="DIR", help="run directory written by `attnrank train`")
     parser.add_argument("--samples", type=int, default=100_000, help="Monte Carlo samples (default %(default)s)")
     parser.add_argument("--seed", type=int, default=12345, help="evaluation sampler seed (default %(default)s)")
     parser.add_argument("--per-head", action="store_true", help="also print every head (text output)")
@@ -33,7 +34,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if not args.run_dir.is_dir():
-        raise ValueError(f"run directory not found: {args.run_dir}")
+        raise ValueError(f"DIR: run directory not found: {args.run_dir}")
+    check_int("samples", args.samples, minimum=2, maximum=10**9)
+    check_int("seed", args.seed, minimum=0, maximum=2**63 - 1)
+    check_output_file(args.run_dir / "analysis.json", "DIR")
     report = analyze_run(args.run_dir, n_samples=args.samples, seed=args.seed)
     write_json(args.run_dir / "analysis.json", report)
     if args.json:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from experiments.cli.arguments import finite_float
 from experiments.cli.output import emit
 from theory.bounds import min_heads, rank_lower_bound
 
@@ -19,7 +20,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--d", type=int, required=True, help="dimension d >= 2")
     parser.add_argument("--rank", type=int, required=True, help="query/key rank r, 1 <= r <= d")
-    parser.add_argument("--eps", type=float, required=True, help="target error, 0 < eps <= 0.5")
+    parser.add_argument("--eps", type=finite_float, required=True, help="target error, 0 < eps <= 0.5")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
 

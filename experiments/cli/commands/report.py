@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from experiments.cli.arguments import check_output_file, path_argument
 from experiments.cli.output import emit
-from experiments.reporting.sweep_report import write_report
+from experiments.reporting.sweep_report import CSV_NAME, write_csv, write_report
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -15,16 +16,30 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="write DIR/report.md (figures, paper-vs-ours table, claims) from a sweep directory",
         description="Read DIR/results.sqlite (written by `attnrank sweep`) and write DIR/report.md: for every sweep "
         "in the store its figure (DIR/<preset>-<scale>.png, the paper's axes and log scales), a table that puts "
-        "our numbers beside the paper's (PAPER.md section 6) with a verdict per row, whether the qualitative claim "
-        "is reproduced, and every run's losses and time.",
+        "our numbers beside the paper's (docs/paper.md section 6) graded per cell, each claim's grade (magnitude: the "
+        "paper's ratio or gap is reached; direction: only the ordering holds; not reproduced), and every run's losses "
+        "and time. The store is opened read-only: the report never writes to it.",
     )
-    parser.add_argument("out", type=Path, metavar="DIR", help="sweep directory")
+    parser.add_argument("out", type=path_argument, metavar="DIR", help="sweep directory")
+    parser.add_argument(
+        "--csv",
+        action="store_true",
+        help="also write DIR/runs.csv: one tidy row per run (config, seed, metrics, status)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.out.is_dir():
+        raise ValueError(f"DIR: sweep directory not found: {args.out}")
+    check_output_file(args.out / "report.md", "DIR")
+    if args.csv:
+        check_output_file(args.out / CSV_NAME, "DIR")
     report = write_report(args.out)
     figures = sorted(str(p) for p in Path(args.out).glob("*.png"))
-    emit({"report": str(report), "figures": figures}, as_json=args.json, title=None if args.json else "report written")
+    summary: dict[str, object] = {"report": str(report), "figures": figures}
+    if args.csv:
+        summary["csv"] = str(write_csv(args.out))
+    emit(summary, as_json=args.json, title=None if args.json else "report written")
     return 0

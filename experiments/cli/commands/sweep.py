@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
+from experiments.cli.arguments import check_output_dir, path_argument
 from experiments.cli.output import emit
-from experiments.sweeps.backends import BACKENDS
+from experiments.sweeps.backends import BACKENDS, check_ray_address
 from experiments.sweeps.presets import PRESETS, get_preset
-from experiments.sweeps.runner import run_sweep
+from experiments.sweeps.runner import resolve_runs, run_sweep
 
 
 def _overrides(items: list[str]) -> dict[str, Any]:
@@ -38,7 +38,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("preset", metavar="PRESET", help=f"one of: {', '.join(PRESETS)}")
     parser.add_argument("--scale", default="quick", help="quick (minutes on 2 CPU cores), cpu (hours), paper (GPU)")
-    parser.add_argument("--out", required=True, type=Path, help="sweep directory")
+    parser.add_argument("--out", required=True, type=path_argument, help="sweep directory")
     parser.add_argument("--backend", default="local", choices=BACKENDS, help="default %(default)s")
     parser.add_argument("--workers", type=int, default=None, help="local worker processes (default: os.cpu_count())")
     parser.add_argument("--address", default=None, help="Ray cluster address (backend ray; default: start one)")
@@ -54,6 +54,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="train runs that differ only in seed together in one process (stacked parameters; for GPUs)",
     )
+    parser.add_argument(
+        "--rebuild-store",
+        action="store_true",
+        help="rebuild DIR/results.sqlite from DIR/runs/*/result.json first (a damaged store is moved aside, never "
+        "deleted), then run what is left",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
@@ -62,6 +68,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     preset = get_preset(args.preset)
     preset.runs(args.scale)  # validates the scale before anything is written
+    check_output_dir(args.out, "--out")
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be >= 1 (local worker processes), got {args.workers}")
+    overrides = _overrides(args.set)
+    resolve_runs(args.preset, args.scale, overrides)  # every run's config (and init file) before anything runs
+    if args.backend != "ray" and args.address is not None:
+        raise ValueError("--address is only used with --backend ray")
+    if args.backend == "ray":
+        check_ray_address(args.address)
     summary = run_sweep(
         args.preset,
         args.scale,
@@ -69,9 +84,10 @@ def run(args: argparse.Namespace) -> int:
         backend=args.backend,
         workers=args.workers,
         address=args.address,
-        overrides=_overrides(args.set),
+        overrides=overrides,
         progress=not args.no_progress,
         batch_seeds=args.batch_seeds,
+        rebuild=args.rebuild_store,
     )
     summary["seconds"] = round(summary["seconds"], 3)
     emit(summary, as_json=args.json, title=None if args.json else f"sweep {args.preset} ({args.scale}) -> {args.out}")

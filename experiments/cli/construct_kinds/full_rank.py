@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import math
 
-from experiments.cli.arguments import temperature_argument
+from constructions.full_rank import full_rank_metadata, save_full_rank
+from experiments.cli.arguments import check_memory, check_output_file, path_argument, temperature_argument
 from experiments.cli.output import emit
+from theory.validation import check_dimension, check_temperature
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -23,16 +25,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default=math.inf,
         help="softmax inverse temperature lambda (inf: hardmax)",
     )
-    parser.add_argument("--out", required=True, help="output .safetensors file")
+    parser.add_argument("--out", type=path_argument, required=True, help="output .safetensors file")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    # Imported here so that `attnrank construct --help` does not load every construction's libraries.
-    from constructions.full_rank import full_rank_metadata, save_full_rank
-
-    path = save_full_rank(args.out, args.d, args.temperature)
+    d = check_dimension(args.d)
+    check_temperature(args.temperature)
+    check_output_file(args.out)
+    check_memory(8.0 * 8 * d * d, "the d x d weight matrices Q, K, V (float64, with copies)", "--d")
+    path = save_full_rank(args.out, d, args.temperature)
     metadata = full_rank_metadata(args.d, args.temperature)
     emit(
         {

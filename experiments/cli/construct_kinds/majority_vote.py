@@ -7,14 +7,11 @@ import math
 
 import numpy as np
 
-from experiments.cli.arguments import temperature_argument
+from constructions.majority_vote import CONSTRUCTION_NAME, build_majority_vote, save_majority_vote
+from experiments.cli.arguments import check_memory, check_output_file, path_argument, temperature_argument
 from experiments.cli.output import emit
-from theory.validation import check_int
-
-PREDICTION_SCOPE = (
-    "mean over random head directions and D_2 data; one fixed draw differs from it by a few percent "
-    "(construction-to-construction sd about 0.02 x error at d = 16)"
-)
+from theory.majority_vote_error import majority_vote_asymptote
+from theory.validation import check_dimension, check_heads, check_int, check_temperature
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -33,32 +30,24 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random head directions")
     parser.add_argument("--no-predict", action="store_true", help="store predicted_error = nan (skip quadrature)")
-    parser.add_argument("--out", required=True, help="output .safetensors file")
+    parser.add_argument("--out", type=path_argument, required=True, help="output .safetensors file")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    # Imported here so that `attnrank construct --help` does not load every construction's libraries.
-    from constructions.majority_vote import build_majority_vote
-    from constructions.weights_io import save_weights
-    from theory.majority_vote_error import majority_vote_asymptote
-
-    seed = check_int("seed", args.seed, minimum=0)
-    built = build_majority_vote(
-        args.d, args.heads, np.random.default_rng(seed), args.temperature, predict=not args.no_predict
-    )
-    metadata = {
-        **built.metadata(),
-        "task": "nearest",
-        "keys": "orthonormal",
-        "seed": seed,
-        "prediction_scope": PREDICTION_SCOPE,
-    }
-    path = save_weights(args.out, built.weights.to_tensors(), metadata)
+    d = check_dimension(args.d)
+    heads = check_heads(args.heads, name="heads")
+    check_temperature(args.temperature)
+    seed = check_int("seed", args.seed, minimum=0, maximum=2**63 - 1)
+    check_output_file(args.out)
+    width = 2 * d + 1  # stream width D = d + p, p = 1 + d
+    check_memory(8.0 * 5 * (heads + 1) * width * width, "the layer-1 value maps (H, D, D), D = 2 d + 1", "--heads/--d")
+    built = build_majority_vote(d, heads, np.random.default_rng(seed), args.temperature, predict=not args.no_predict)
+    path = save_majority_vote(args.out, built, seed)
     emit(
         {
-            "construction": metadata["construction"],
+            "construction": CONSTRUCTION_NAME,
             "path": str(path),
             "d": built.weights.d,
             "p": built.weights.p,
@@ -69,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             "temperature": built.temperature,
             "update": "query",
             "predicted_error": built.predicted_error,
-            "asymptote_sqrt_d_over_H": majority_vote_asymptote(args.d, args.heads),
+            "asymptote_sqrt_d_over_H": majority_vote_asymptote(d, heads),
             "seed": seed,
         },
         as_json=args.json,

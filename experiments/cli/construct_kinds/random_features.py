@@ -13,6 +13,7 @@ from constructions.random_features import (
     random_features_metadata,
 )
 from constructions.weights_io import save_weights
+from experiments.cli.arguments import check_memory, check_output_file, path_argument
 from experiments.cli.output import emit
 from theory.validation import check_dimension, check_heads, check_int
 
@@ -31,7 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--distribution", choices=DISTRIBUTIONS, default="uniform-cosine", help="how (q_h, k_h) are drawn"
     )
-    parser.add_argument("--out", required=True, help="output .safetensors file")
+    parser.add_argument("--out", type=path_argument, required=True, help="output .safetensors file")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
 
@@ -39,7 +40,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     d = check_dimension(args.d)
     heads = check_heads(args.heads, name="heads")
-    seed = check_int("seed", args.seed, minimum=0)
+    seed = check_int("seed", args.seed, minimum=0, maximum=2**63 - 1)
+    check_output_file(args.out)
+    check_memory(
+        8.0 * (6 * heads * heads + 4 * heads * d * d),
+        "the H x H kernel matrices and the (H, d, d) value maps",
+        "--heads",
+    )
     construction = construct_random_features(d, heads, np.random.default_rng(seed), args.distribution)
     metadata = random_features_metadata(construction, seed)
     tensors = attention_weights_of(construction.q, construction.k, construction.weights.a)

@@ -21,13 +21,15 @@ from experiments.analysis.trained import (
     summarize_matrix,
     trained_vs_bound,
 )
+from experiments.config import TrainConfig
 from experiments.figures.trained import plot_trained_vs_bound, records_from_runs
 from experiments.models.attention import RankedMultiheadAttention
-from experiments.training.loop import TrainConfig, build_run
+from experiments.training.run import build_run
+from tests.strategies import dimensions
 from theory.bounds import rank_lower_bound
 
 
-@given(d=st.integers(2, 12), a=st.floats(-5, 5), seed=st.integers(0, 2**31 - 1))
+@given(d=dimensions(2, 12), a=st.floats(-5, 5), seed=st.integers(0, 2**31 - 1))
 def test_angle_matches_the_decomposition_into_identity_and_traceless_parts(d: int, a: float, seed: int) -> None:
     """M = a I + B with tr B = 0 has cos angle = a sqrt(d) / sqrt(a^2 d + ||B||_F^2)."""
     rng = np.random.default_rng(seed)
@@ -50,7 +52,7 @@ def test_angle_extremes_and_degenerate_input() -> None:
     assert summary["frobenius_norm"] == pytest.approx(4.0)
 
 
-@given(d=st.integers(2, 10), k=st.integers(1, 10), seed=st.integers(0, 2**31 - 1))
+@given(d=dimensions(2, 10), k=st.integers(1, 10), seed=st.integers(0, 2**31 - 1))
 def test_effective_and_numerical_rank_of_known_spectra(d: int, k: int, seed: int) -> None:
     k = min(k, d)
     rng = np.random.default_rng(seed)

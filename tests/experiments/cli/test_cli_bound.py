@@ -36,6 +36,15 @@ def test_bound_text_output(capsys):
     assert main(["bound", "--d", "16", "--rank", "2", "--heads", "8"]) == 0
     text = capsys.readouterr().out
     assert "lower_bound" in text and "upper_bound" in text
+    # The interval encloses the lower bound B(d, r, H); the text must not read as bounds on the error itself.
+    assert "brackets Theorem 2's certified LOWER bound on the error" in text and "not the error itself" in text
+
+
+def test_bound_json_interval_brackets_the_lower_bound(capsys):
+    out = _json(capsys, ["bound", "--d", "32", "--rank", "4", "--heads", "1e6", "--json"])
+    lo, hi = out["interval"]
+    assert [lo, hi] == [out["lower_bound"], out["upper_bound"]] and lo <= hi
+    assert {"lower_bound", "upper_bound", "d", "r", "H", "log10_H"} <= set(out)
 
 
 def test_min_heads_json_is_valid_with_huge_counts(capsys):

@@ -47,7 +47,7 @@ def test_train_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         (["--d", "8", "--rank", "9"], "rank must be an integer in [1, 8]"),
         (["--d", "8", "--rank", "3"], "rank must divide d = 8"),
         (["--task", "nearest", "--keys", "orthonormal", "--d", "4", "--rank", "4", "--N", "5"], "N must be <= d = 4"),
-        (["--positional", "concat"], "positional_dim must be >= 1"),
+        (["--positional", "concat"], "--positional-dim must be >= 1"),
         (["--model", "theory", "--positional", "additive"], "positional must be 'none' or 'concat' for the theory"),
         (["--lr", "-1"], "lr must be"),
     ],

@@ -14,8 +14,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from experiments.models.attention import RankedMultiheadAttention, hardmax
-from tests.strategies import seeds
+from experiments.models.attention import IMPLEMENTATIONS, RankedMultiheadAttention, hardmax, use_implementation
+from tests.strategies import dimensions, head_counts, seeds
 from theory.attention import attention_weights, multihead_attention, self_attention
 
 TOL = 1e-12
@@ -44,9 +44,9 @@ def query_to_context(module: RankedMultiheadAttention, X: np.ndarray, y: np.ndar
 
 
 @given(
-    d=st.integers(2, 12),
+    d=dimensions(2, 12),
     r_frac=st.floats(0.0, 1.0),
-    H=st.integers(1, 9),
+    H=head_counts(9),
     N=st.integers(1, 7),
     temperature=st.sampled_from([0.3, 1.0, 7.0, math.inf]),
     seed=seeds,
@@ -150,11 +150,12 @@ def random_blocks(d: int, r: int, c: int, seed: int, bias: bool = True) -> list[
 
 @pytest.mark.parametrize(("d", "r", "c"), [(8, 8, 1), (8, 2, 1), (8, 1, 3), (16, 4, 4)])
 @pytest.mark.parametrize("causal", [False, True])
-def test_averaged_torch_blocks_equal_one_module(d: int, r: int, c: int, causal: bool) -> None:
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_averaged_torch_blocks_equal_one_module(d: int, r: int, c: int, causal: bool, implementation: str) -> None:
     """(1/c) sum of c nn.MultiheadAttention blocks (d/r heads each) = our module with H = c d / r heads: outputs and
-    input gradients, self-attention and cross-attention."""
+    input gradients, self-attention and cross-attention, under every implementation."""
     blocks = random_blocks(d, r, c, seed=d + r + c)
-    module = RankedMultiheadAttention(d, r, width=c, causal=causal, dtype=f64)
+    module = RankedMultiheadAttention(d, r, width=c, causal=causal, implementation=implementation, dtype=f64)
     module.load_torch_blocks(blocks)
     assert module.heads == c * d // r
     gen = torch.Generator().manual_seed(5)
@@ -173,11 +174,14 @@ def test_averaged_torch_blocks_equal_one_module(d: int, r: int, c: int, causal: 
             torch.testing.assert_close(module(z, x), reference, rtol=0, atol=TOL)
 
 
-def test_parameter_gradients_match_torch_blocks() -> None:
-    """Parameter gradients of the averaged blocks equal ours, mapped block by block (so training dynamics agree)."""
+@pytest.mark.parametrize("block_chunk", [1, 2, 4])
+def test_parameter_gradients_match_torch_blocks(block_chunk: int) -> None:
+    """Parameter gradients of the averaged blocks equal ours, mapped block by block (so training dynamics agree), for
+    the blockwise path in groups of 1 and 2 blocks (split weights, addmm accumulation) and in one group of all 3."""
     d, r, c = 8, 2, 3
     blocks = random_blocks(d, r, c, seed=11)
     module = RankedMultiheadAttention(d, r, width=c, dtype=f64)
+    module.block_chunk = block_chunk
     module.load_torch_blocks(blocks)
     x = torch.randn(4, 5, d, dtype=f64, generator=torch.Generator().manual_seed(1))
     (sum(b(x, x, x, need_weights=False)[0] for b in blocks) / c).pow(3).sum().backward()
@@ -192,6 +196,9 @@ def test_parameter_gradients_match_torch_blocks() -> None:
         )
         assert module.out_proj_bias is not None and module.out_proj_bias.grad is not None
         torch.testing.assert_close(module.out_proj_bias.grad[b], block.out_proj.bias.grad, rtol=0, atol=TOL * 10)
+        assert module.in_proj_bias is not None and module.in_proj_bias.grad is not None
+        grad_bias = module.in_proj_bias.grad.view(3, c * d)[:, rows].reshape(3 * d)
+        torch.testing.assert_close(grad_bias, block.in_proj_bias.grad, rtol=0, atol=TOL * 10)
 
 
 def test_hardmax_splits_exact_ties_like_the_evaluator() -> None:
@@ -280,30 +287,52 @@ def test_invalid_inputs() -> None:
 
 @pytest.mark.parametrize("r", [1, 2, 8])
 @pytest.mark.parametrize("causal", [False, True])
-def test_chunked_training_path(r: int, causal: bool) -> None:
-    """The training paths for self-attention (the recomputing chunked function with uneven chunks, groups of whole
-    blocks with an uneven last group, all heads at once) equal the evaluation through scaled_dot_product_attention
-    (cross-attention of x over itself) in outputs and in input and parameter gradients; the recomputing function
-    passes torch.autograd.gradcheck (its backward is hand-written)."""
+def test_every_implementation_computes_the_same_map(r: int, causal: bool) -> None:
+    """Every implementation of self-attention (groups of whole blocks with an uneven last group, one fused call over
+    all heads, plain ops) equals the cross-attention evaluation of x over itself through scaled_dot_product_attention,
+    in outputs and in input and parameter gradients."""
     d, c, B, N = 8, 3, 2, 5
     module = RankedMultiheadAttention(d, r, width=c, causal=causal, temperature=1.3, dtype=f64)
     module.reset_parameters(generator=torch.Generator().manual_seed(r))
     with torch.no_grad():
         assert module.in_proj_bias is not None
         module.in_proj_bias.normal_(generator=torch.Generator().manual_seed(1))
-    module.chunk_elements = 5 * B * N * N  # 5 heads per chunk; H = c d / r is not a multiple of 5
+    module.block_chunk = 2  # c = 3 blocks: one group of 2 and one of 1
     x = torch.randn(B, N, d, dtype=f64, generator=torch.Generator().manual_seed(2), requires_grad=True)
-    unchunked = module(x, x)  # cross-attention path: scaled_dot_product_attention over all heads at once
+    module.implementation = "fused"
+    reference = module(x, x)  # cross-attention path: scaled_dot_product_attention over all heads at once
     params = [x, module.in_proj_weight, module.out_proj_weight]
-    grads_ref = torch.autograd.grad(unchunked.pow(3).sum(), params)
-    for chunked_path, block_chunk in ((True, 0), (False, 2), (False, 0)):  # recomputing; groups of 2 + 1 blocks; none
-        module.chunked, module.block_chunk = chunked_path, block_chunk
+    grads_ref = torch.autograd.grad(reference.pow(3).sum(), params)
+    for implementation in IMPLEMENTATIONS:
+        module.implementation = implementation
         out = module(x)
-        torch.testing.assert_close(out, unchunked, rtol=0, atol=TOL)
+        torch.testing.assert_close(out, reference, rtol=0, atol=TOL)
         grads = torch.autograd.grad(out.pow(3).sum(), params)
         for g, g_ref in zip(grads, grads_ref, strict=True):
             torch.testing.assert_close(g, g_ref, rtol=0, atol=TOL * 10)
-    module.chunked = True
-    module.chunk_elements = 2 * B * N * N
-    small = torch.randn(1, 3, d, dtype=f64, generator=torch.Generator().manual_seed(3), requires_grad=True)
-    assert torch.autograd.gradcheck(lambda t: module(t), (small,), eps=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_implementations_agree_on_cross_attention_with_score_bias(implementation: str) -> None:
+    """Cross-attention with a score bias (the general path) is the evaluator's map under every implementation."""
+    rng = np.random.default_rng(7)
+    H, r, d, N, n = 3, 2, 5, 4, 6
+    Q, K, V = rng.standard_normal((H, r, d)), rng.standard_normal((H, r, d)), rng.standard_normal((H, d, d))
+    bias = rng.standard_normal((H, N))
+    module = full_module(Q, K, V, temperature=0.7)
+    module.implementation = implementation
+    X, y = unit_rows(rng, n, N, d), unit_rows(rng, n, d)
+    ours = query_to_context(module, X, y, score_bias=torch.from_numpy(bias))
+    reference = multihead_attention(Q, K, V, X, y, temperature=0.7, score_bias=bias)
+    np.testing.assert_allclose(ours, reference, rtol=0, atol=TOL * 10)
+
+
+def test_implementation_is_validated_and_set_model_wide() -> None:
+    """An unknown implementation is refused by name; use_implementation reaches every attention layer of a model."""
+    with pytest.raises(ValueError, match="implementation"):
+        RankedMultiheadAttention(8, 2, implementation="chunked")
+    model = torch.nn.Sequential(RankedMultiheadAttention(8, 2), RankedMultiheadAttention(8, 4))
+    with pytest.raises(ValueError, match="implementation"):
+        model[0].implementation = "chunked"
+    use_implementation(model, "plain")
+    assert [layer.implementation for layer in model] == ["plain", "plain"]

@@ -12,6 +12,7 @@ from torch import nn
 
 from experiments.models.attention import RankedMultiheadAttention
 from experiments.models.encoder import L2Norm, PaperEncoder, PaperEncoderLayer
+from experiments.models.spec import AttentionSpec
 
 TOL = 1e-12
 f64 = torch.float64
@@ -49,7 +50,7 @@ def test_layer_equals_torch_encoder_layer(r: int) -> None:
     """With H r = d, c = 1: outputs and input gradients equal nn.TransformerEncoderLayer's."""
     d = 16
     reference = torch_layer(d, r, ffn_dim=40, seed=r)
-    ours = PaperEncoderLayer(d, r, width=1, ffn_dim=40, dtype=f64)
+    ours = PaperEncoderLayer(d, AttentionSpec(r), ffn_dim=40, dtype=f64)
     ours.load_torch_layer(reference)
     x = inputs(3, 6, d)
     out_ref, out = reference(x), ours(x)
@@ -65,7 +66,7 @@ def test_encoder_equals_torch_encoder() -> None:
     layers = [torch_layer(d, r, ffn_dim=24, seed=10 + i) for i in range(L)]
     reference = nn.TransformerEncoder(layers[0], num_layers=L, enable_nested_tensor=False)
     reference.layers = nn.ModuleList(layers)
-    ours = PaperEncoder(d, r, layers=L, ffn_dim=24, dtype=f64)
+    ours = PaperEncoder(d, AttentionSpec(r), layers=L, ffn_dim=24, dtype=f64)
     for mine, theirs in zip(ours.layers, layers, strict=True):
         mine.load_torch_layer(theirs)
     x = inputs(4, 5, d, seed=1)
@@ -77,7 +78,7 @@ def test_wide_layer_equals_averaged_torch_blocks() -> None:
     d, r, c = 8, 2, 3
     torch.manual_seed(3)
     blocks = [nn.MultiheadAttention(d, d // r, batch_first=True, dtype=f64) for _ in range(c)]
-    ours = PaperEncoderLayer(d, r, width=c, ffn_dim=12, dtype=f64)
+    ours = PaperEncoderLayer(d, AttentionSpec(r, width=c), ffn_dim=12, dtype=f64)
     ours.self_attn.load_torch_blocks(blocks)
     x = inputs(2, 7, d, seed=2)
     h = x + sum(b(x, x, x, need_weights=False)[0] for b in blocks) / c
@@ -101,8 +102,8 @@ def test_l2norm() -> None:
 def test_additive_positions() -> None:
     """Additive encodings = the same layers applied to x + P[:N]."""
     d, r, N = 8, 4, 5
-    ours = PaperEncoder(d, r, layers=2, ffn_dim=16, positional="additive", max_length=9, dtype=f64)
-    plain = PaperEncoder(d, r, layers=2, ffn_dim=16, dtype=f64)
+    ours = PaperEncoder(d, AttentionSpec(r), layers=2, ffn_dim=16, positional="additive", max_length=9, dtype=f64)
+    plain = PaperEncoder(d, AttentionSpec(r), layers=2, ffn_dim=16, dtype=f64)
     plain.load_state_dict({k: v for k, v in ours.state_dict().items() if k != "position_table"})
     x = inputs(3, N, d)
     assert ours.position_table is not None
@@ -115,7 +116,7 @@ def test_concatenated_positions(readout: str) -> None:
     coordinates and stays a learned (d, d + p) map."""
     d, p, r, N = 6, 2, 4, 5
     ours = PaperEncoder(
-        d, r, layers=2, ffn_dim=16, positional="concat", positional_dim=p, max_length=N, readout=readout
+        d, AttentionSpec(r), layers=2, ffn_dim=16, positional="concat", positional_dim=p, max_length=N, readout=readout
     )
     ours = ours.to(f64)
     assert ours.d_model == d + p and ours.layers[0].self_attn.d_model == d + p
@@ -136,7 +137,7 @@ def test_concatenated_positions(readout: str) -> None:
 def test_causal_encoder_sees_only_the_prefix() -> None:
     """With causal=True, changing tokens after position j leaves outputs up to j unchanged (and changes later ones)."""
     d, r = 8, 2
-    model = PaperEncoder(d, r, layers=2, ffn_dim=16, causal=True, dtype=f64)
+    model = PaperEncoder(d, AttentionSpec(r, causal=True), layers=2, ffn_dim=16, dtype=f64)
     x = inputs(2, 6, d).detach()
     x2 = x.clone()
     x2[:, 4:] = -x2[:, 4:]
@@ -148,7 +149,7 @@ def test_causal_encoder_sees_only_the_prefix() -> None:
 
 def test_value_full_and_hardmax_encoder_runs() -> None:
     """Other attention options build and keep the shapes; the attention module is the ranked one."""
-    model = PaperEncoder(8, 2, layers=2, width=2, value="full", attention="hardmax", ffn_dim=8)
+    model = PaperEncoder(8, AttentionSpec(2, width=2, value="full", attention="hardmax"), layers=2, ffn_dim=8)
     assert isinstance(model.layers[0].self_attn, RankedMultiheadAttention)
     assert model.layers[0].self_attn.heads == 8
     assert model(torch.randn(3, 4, 8)).shape == (3, 4, 8)
@@ -170,12 +171,13 @@ def test_value_full_and_hardmax_encoder_runs() -> None:
     ],
 )
 def test_invalid_arguments(kwargs: dict, match: str) -> None:
+    rank = kwargs.pop("rank")
     with pytest.raises(ValueError, match=match):
-        PaperEncoder(**kwargs)
+        PaperEncoder(attention=AttentionSpec(rank), **kwargs)
 
 
 def test_too_long_input_is_refused() -> None:
-    model = PaperEncoder(8, 2, ffn_dim=8, positional="additive", max_length=4)
+    model = PaperEncoder(8, AttentionSpec(2), ffn_dim=8, positional="additive", max_length=4)
     with pytest.raises(ValueError, match="max_length"):
         model(torch.randn(1, 5, 8))
     with pytest.raises(ValueError, match="x must have shape"):

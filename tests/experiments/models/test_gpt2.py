@@ -6,12 +6,19 @@ import pytest
 import torch
 
 from experiments.models.gpt2 import GPT2Backbone
+from experiments.models.spec import AttentionSpec
 
 
 def _model(causal: bool = True, rank: int = 4) -> GPT2Backbone:
     torch.manual_seed(0)
     return GPT2Backbone(
-        d_in=5, d_out=1, d_model=16, rank=rank, layers=2, width=1, ffn_dim=32, max_length=12, causal=causal
+        d_in=5,
+        d_out=1,
+        d_model=16,
+        attention=AttentionSpec(rank, causal=causal),
+        layers=2,
+        ffn_dim=32,
+        max_length=12,
     )
 
 

@@ -15,8 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from experiments.models.attention import RankedMultiheadAttention
+from experiments.models.spec import AttentionSpec
 from experiments.models.theory_model import TheoryModel
-from tests.strategies import seeds
+from tests.strategies import dimensions, head_counts, seeds
 from theory.attention import multihead_attention
 from theory.multilayer import AttentionLayer, MultiLayerWeights, multilayer_forward, multilayer_streams
 
@@ -60,9 +61,9 @@ def set_weights(model: TheoryModel, weights: MultiLayerWeights) -> None:
 
 
 @given(
-    d=st.integers(2, 8),
+    d=dimensions(2, 8),
     r_frac=st.floats(0.0, 1.0),
-    H=st.integers(1, 6),
+    H=head_counts(6),
     N=st.integers(1, 6),
     temperature=st.sampled_from([0.5, 3.0, math.inf]),
     seed=seeds,
@@ -76,7 +77,7 @@ def test_single_layer_matches_multihead_attention(
     Q, K = rng.standard_normal((2, H, r, d))
     V = rng.standard_normal((H, d, d))
     X, y = unit_rows(rng, 4, N, d), unit_rows(rng, 4, d)
-    model = TheoryModel.single_layer(d, r, H, temperature=temperature, dtype=f64)
+    model = TheoryModel.single_layer(d, AttentionSpec.theory(r, temperature), H, dtype=f64)
     layer = model.attention_layers[0]
     assert isinstance(layer, RankedMultiheadAttention)
     layer.load_heads(torch.from_numpy(Q), torch.from_numpy(K), torch.from_numpy(V))
@@ -99,12 +100,11 @@ def test_multilayer_matches_reference(
     weights = random_multilayer(rng, d, p, N, r, heads)
     model = TheoryModel(
         d,
-        r,
+        AttentionSpec.theory(r, temperature),
         heads,
         layers=len(heads),
         positional_dim=p,
         context_length=N,
-        temperature=temperature,
         update=update,
         dtype=f64,
     )
@@ -126,7 +126,7 @@ def test_residual_one_layer_is_query_plus_attention() -> None:
     d, r, H, N = 5, 2, 3, 4
     Q, K = rng.standard_normal((2, H, r, d))
     V = rng.standard_normal((H, d, d))
-    model = TheoryModel(d, r, H, temperature=2.0, dtype=f64)
+    model = TheoryModel(d, AttentionSpec.theory(r, 2.0), H, dtype=f64)
     layer = model.attention_layers[0]
     assert isinstance(layer, RankedMultiheadAttention)
     layer.load_heads(torch.from_numpy(Q), torch.from_numpy(K), torch.from_numpy(V))
@@ -139,7 +139,7 @@ def test_residual_one_layer_is_query_plus_attention() -> None:
 def test_standard_values_in_theory_model() -> None:
     """value='standard': the evaluator with V_h = (1/c) O^h W_v^h read from the module's raw parameters."""
     d, r, N = 6, 2, 4
-    model = TheoryModel.single_layer(d, r, heads=6, temperature=1.5, value="standard", dtype=f64)
+    model = TheoryModel.single_layer(d, AttentionSpec.theory(r, 1.5, value="standard"), heads=6, dtype=f64)
     layer = model.attention_layers[0]
     assert isinstance(layer, RankedMultiheadAttention)
     layer.reset_parameters(generator=torch.Generator().manual_seed(3))
@@ -161,7 +161,7 @@ def test_hardmax_gradients_in_theory_model() -> None:
     X = torch.randn(8, 3, 4, dtype=f64, generator=torch.Generator().manual_seed(0))
     y = torch.randn(8, 4, dtype=f64, generator=torch.Generator().manual_seed(1))
     for mode, expect_qk in (("none", False), ("straight-through", True)):
-        model = TheoryModel(4, 2, heads=3, temperature=math.inf, hardmax_gradient=mode, dtype=f64)
+        model = TheoryModel(4, AttentionSpec.theory(2, math.inf, hardmax_gradient=mode), heads=3, dtype=f64)
         model(X, y).pow(2).sum().backward()
         layer = model.attention_layers[0]
         assert isinstance(layer, RankedMultiheadAttention)
@@ -187,12 +187,13 @@ def test_hardmax_gradients_in_theory_model() -> None:
     ],
 )
 def test_invalid_arguments(kwargs: dict, match: str) -> None:
+    spec_fields = {k: kwargs.pop(k) for k in ("rank", "temperature", "value") if k in kwargs}
     with pytest.raises(ValueError, match=match):
-        TheoryModel(**kwargs)
+        TheoryModel(attention=AttentionSpec.theory(**spec_fields), **kwargs)
 
 
 def test_invalid_inputs() -> None:
-    model = TheoryModel(4, 2, heads=2, positional_dim=1, context_length=3)
+    model = TheoryModel(4, AttentionSpec.theory(2), heads=2, positional_dim=1, context_length=3)
     with pytest.raises(ValueError, match="context_length"):
         model(torch.randn(2, 4, 4), torch.randn(2, 4))
     with pytest.raises(ValueError, match="y must have shape"):

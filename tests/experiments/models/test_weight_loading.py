@@ -18,11 +18,13 @@ import torch
 from constructions.biased import build_biased_construction, save_biased_construction
 from constructions.full_rank import save_full_rank
 from constructions.majority_vote import build_majority_vote
+from constructions.multilayer_layout import multilayer_tensors
 from constructions.random_features import attention_weights_of, construct_random_features, random_features_metadata
 from constructions.tournament import build_tournament
 from constructions.weights_io import load_weights, save_weights
 from experiments.models.attention import RankedMultiheadAttention
 from experiments.models.from_weights import load_attention_heads, load_theory_model, theory_model_from_file
+from experiments.models.spec import AttentionSpec
 from experiments.models.theory_model import TheoryModel
 from theory.attention import multihead_attention
 from theory.biased_target import biased_target, sample_biased_context
@@ -98,7 +100,7 @@ def test_multilayer_file(tmp_path: Path, update: str, temperature: float) -> Non
     )
     metadata = {"construction": "test", "layout": "multi-layer", "d": d, "p": p, "N": N, "L": 3, "H": heads, "r": r}
     metadata.update(temperature=temperature, predicted_error=math.nan, update=update)
-    path = save_weights(tmp_path / "m.safetensors", weights.to_tensors(), metadata)
+    path = save_weights(tmp_path / "m.safetensors", multilayer_tensors(weights), metadata)
     model = theory_model_from_file(path)
     assert model.layer_heads == heads and model.update == update
     X, y = unit_rows(rng, 9, N, d), unit_rows(rng, 9, d)
@@ -150,11 +152,11 @@ def test_mismatches_are_refused(tmp_path: Path) -> None:
     rng = np.random.default_rng(4)
     path = single_layer_file(tmp_path / "w.safetensors", rng, 6, 2, 5, 2.0)
     with pytest.raises(ValueError, match="temperature"):
-        load_theory_model(TheoryModel.single_layer(6, 2, 5, temperature=3.0, dtype=f64), path)
+        load_theory_model(TheoryModel.single_layer(6, AttentionSpec.theory(2, 3.0), 5, dtype=f64), path)
     with pytest.raises(ValueError, match="do not fit"):
-        load_theory_model(TheoryModel.single_layer(6, 2, 4, temperature=2.0, dtype=f64), path)
+        load_theory_model(TheoryModel.single_layer(6, AttentionSpec.theory(2, 2.0), 4, dtype=f64), path)
     with pytest.raises(ValueError, match="single_layer"):
-        load_theory_model(TheoryModel(6, 2, 5, temperature=2.0, dtype=f64), path)
+        load_theory_model(TheoryModel(6, AttentionSpec.theory(2, 2.0), 5, dtype=f64), path)
     hard = RankedMultiheadAttention(6, 2, width=2, attention="hardmax", dtype=f64)
     wf = load_weights(path)
     with pytest.raises(ValueError, match="softmax module"):
@@ -213,7 +215,7 @@ def test_majority_vote_construction_file(tmp_path: Path, temperature: float) -> 
     """constructions.majority_vote (multi-layer, rank 1): outputs and errors equal multilayer_forward's."""
     d, n = 8, 3000
     vote = build_majority_vote(d, 41, np.random.default_rng(7), temperature, predict=False)
-    path = save_weights(tmp_path / "mv.safetensors", vote.weights.to_tensors(), vote.metadata())
+    path = save_weights(tmp_path / "mv.safetensors", multilayer_tensors(vote.weights), vote.metadata())
     model = theory_model_from_file(path)
     assert model.rank == 1 and model.layer_heads == [41, 1]
     X, y = sample_context(n, 2, d, np.random.default_rng(8), keys="orthonormal")
@@ -228,7 +230,7 @@ def test_tournament_construction_file(tmp_path: Path) -> None:
     """constructions.tournament (three layers, N = 3): outputs equal multilayer_forward's (hardmax)."""
     d, N, n = 6, 3, 2000
     tournament = build_tournament(d, N, 25, np.random.default_rng(9))
-    path = save_weights(tmp_path / "t.safetensors", tournament.weights.to_tensors(), tournament.metadata())
+    path = save_weights(tmp_path / "t.safetensors", multilayer_tensors(tournament.weights), tournament.metadata())
     model = theory_model_from_file(path)
     X, y = sample_context(n, N, d, np.random.default_rng(10), keys="iid")
     reference = multilayer_forward(tournament.weights, X, y, temperature=math.inf, update=model.update)

@@ -11,18 +11,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from experiments.sweeps.backends import (
-    RunTask,
-    execute_task,
-    run_directory_lock,
-    run_local,
-    run_tasks,
-    threads_per_worker,
-)
+from experiments.config import TrainConfig
+from experiments.sweeps.backends import run_local, run_tasks, threads_per_worker
+from experiments.sweeps.execute import execute_task, run_directory_lock
 from experiments.sweeps.presets import get_preset, spec_kind
 from experiments.sweeps.runner import run_sweep, store_path
 from experiments.sweeps.store import ResultsStore
-from experiments.training.loop import TrainConfig
+from experiments.sweeps.work import RunTask
 
 STEPS = {"steps": 10}
 

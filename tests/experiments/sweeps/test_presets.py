@@ -4,10 +4,28 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.sweeps.presets import PRESETS, SCALES, RandomFeaturesSpec, get_preset, spec_from_record, spec_kind
-from experiments.training.loop import TrainConfig
+from experiments.config import TrainConfig
+from experiments.sweeps.presets import (
+    PRESETS,
+    SCALES,
+    RandomFeaturesSpec,
+    divisors_pow2,
+    get_preset,
+    spec_from_record,
+    spec_kind,
+)
 
-PAPER_PRESETS = ("fig1", "figN", "figd", "posn", "random-features", "icl", "bound-vs-trained", "conjecture6")
+PAPER_PRESETS = (
+    "fig1",
+    "figN",
+    "figd",
+    "posn",
+    "random-features",
+    "icl",
+    "bound-vs-trained",
+    "conjecture6",
+    "depth",
+)
 
 
 @pytest.mark.parametrize("name", PAPER_PRESETS)
@@ -23,7 +41,7 @@ def test_every_preset_resolves_and_round_trips(name: str, scale: str) -> None:
 
 
 def test_fig1_paper_grid_is_the_papers() -> None:
-    """PAPER.md section 6: d = 64, N = 16, L in {1,3,5}, c in {1,8,64}, 7 ranks, 5 seeds, 100k steps, FFN 2048."""
+    """docs/paper.md section 6: d = 64, N = 16, L in {1,3,5}, c in {1,8,64}, 7 ranks, 5 seeds, 100k steps, FFN 2048."""
     specs = get_preset("fig1").runs("paper")
     assert all(isinstance(s, TrainConfig) for s in specs)
     configs = [s for s in specs if isinstance(s, TrainConfig)]
@@ -56,9 +74,10 @@ def test_posn_and_figN_paper_settings() -> None:
 
 def test_random_features_paper_scale() -> None:
     specs = get_preset("random-features").runs("paper")
-    assert all(isinstance(s, RandomFeaturesSpec) for s in specs)
-    assert {s.d for s in specs} == {8, 16, 32, 64}
-    assert max(s.head_counts[-1] for s in specs) == 16384
+    solves = [s for s in specs if isinstance(s, RandomFeaturesSpec)]
+    assert len(solves) == len(specs)
+    assert {s.d for s in solves} == {8, 16, 32, 64}
+    assert max(s.head_counts[-1] for s in solves) == 16384
 
 
 def test_bad_names_list_the_allowed_ones() -> None:
@@ -70,3 +89,41 @@ def test_bad_names_list_the_allowed_ones() -> None:
         RandomFeaturesSpec(d=8, head_counts=(4, 2))
     with pytest.raises(ValueError, match="unknown random-features key"):
         spec_from_record("random-features", {"d": 8, "head_counts": [1], "H": 3})
+
+
+def _train_configs(name: str, scale: str) -> list[TrainConfig]:
+    return [s for s in get_preset(name).runs(scale) if isinstance(s, TrainConfig)]
+
+
+def test_fig1_quick_is_tuned_for_magnitude() -> None:
+    """docs/tuning.md: L = 1, c = 1, full rank and lower ranks on two seeds, score temperature 128, 800 steps."""
+    configs = _train_configs("fig1", "quick")
+    assert {(c.layers, c.width, c.d, c.N) for c in configs} == {(1, 1, 16, 8)}
+    assert {c.seed for c in configs} == {0, 1} and 16 in {c.rank for c in configs} and min(c.rank for c in configs) == 1
+    assert {(c.temperature, c.steps) for c in configs} == {(128.0, 800)}
+
+
+def test_fig1_cpu_has_every_rank_at_one_and_three_layers() -> None:
+    configs = _train_configs("fig1", "cpu")
+    d = configs[0].d
+    for layers in (1, 3):
+        ranks = {c.rank for c in configs if c.layers == layers and c.width == 1}
+        assert ranks == set(divisors_pow2(d)), (layers, ranks)
+    assert all(len({c.seed for c in configs if (c.layers, c.width, c.rank) == k}) >= 2 for k in _keys(configs))
+
+
+def _keys(configs: list[TrainConfig]) -> set[tuple[int, int, int]]:
+    return {(c.layers, c.width, c.rank) for c in configs}
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_depth_pairs_two_layers_with_one_layer_at_equal_heads(scale: str) -> None:
+    """depth: rank-1 theory models on nearest neighbour (N = 2, D_2); every two-layer H has a one-layer partner."""
+    configs = _train_configs("depth", scale)
+    assert all((c.model, c.task, c.N, c.keys, c.rank) == ("theory", "nearest", 2, "orthonormal", 1) for c in configs)
+    two = {(c.heads, c.seed) for c in configs if c.layers == 2}
+    one = {(c.heads, c.seed) for c in configs if c.layers == 1}
+    assert two and two == one
+    assert all(c.positional == "concat" and c.positional_dim > 0 for c in configs if c.layers == 2)
+    assert all(c.positional == "none" for c in configs if c.layers == 1)
+    assert len({h for h, _ in two}) >= 3

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.sweeps.store import ResultsStore
+from experiments.sweeps.store import ResultsStore, StoreError
 
 PROV = {"git_revision": "abc", "versions": {"torch": "x"}}
 
@@ -89,3 +89,82 @@ def test_check_constraint_rejects_unknown_status(tmp_path: Path) -> None:
         store.register("p", "quick", [("a", "train", {})])
         with pytest.raises(sqlite3.IntegrityError):
             store.connection.execute("UPDATE runs SET status = 'done' WHERE hash = 'a'")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A damaged or foreign file is refused with one line that says how to rebuild it; nothing is written to it.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _good_store(tmp_path: Path) -> Path:
+    with _store(tmp_path) as store:
+        store.register("p", "quick", [(f"k{i}", "train", {"seed": i, "pad": "x" * 2000}) for i in range(20)])
+    return tmp_path / "results.sqlite"
+
+
+def _damage(path: Path, how: str) -> None:
+    if how == "truncated":
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2 + 100])
+    elif how == "truncated-at-a-page":
+        page_size = int.from_bytes(path.read_bytes()[16:18], "big")
+        path.write_bytes(path.read_bytes()[: 2 * page_size])
+    elif how == "garbage":
+        path.write_bytes(bytes(range(256)) * 40)
+    elif how == "zeroed-header":
+        data = bytearray(path.read_bytes())
+        data[:100] = bytes(100)
+        path.write_bytes(bytes(data))
+    else:  # foreign: another program's SQLite database
+        path.unlink()
+        connection = sqlite3.connect(path)
+        connection.execute("CREATE TABLE photos (id INTEGER, name TEXT)")
+        connection.commit()
+        connection.close()
+
+
+@pytest.mark.parametrize("how", ["truncated", "truncated-at-a-page", "garbage", "zeroed-header", "foreign"])
+@pytest.mark.parametrize("readonly", [False, True])
+def test_damaged_or_foreign_store_is_refused_in_one_line(tmp_path: Path, how: str, readonly: bool) -> None:
+    path = _good_store(tmp_path)
+    for side in (path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        side.unlink(missing_ok=True)
+    _damage(path, how)
+    before = path.read_bytes()
+    with pytest.raises(StoreError) as caught:
+        ResultsStore(path, readonly=readonly)
+    message = str(caught.value)
+    assert "\n" not in message and "--rebuild-store" in message and str(path) in message
+    assert ("not an attnrank results store" in message) == (how == "foreign")
+    assert caught.value.damaged
+    assert path.read_bytes() == before  # refused before anything was written
+
+
+def test_readonly_store_cannot_write_and_needs_an_existing_file(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="no results store"):
+        ResultsStore(tmp_path / "missing.sqlite", readonly=True)
+    assert not (tmp_path / "missing.sqlite").exists()
+    path = _good_store(tmp_path)
+    with ResultsStore(path, readonly=True) as store:
+        assert len(store.rows()) == 20
+        with pytest.raises(StoreError, match="readonly") as caught:
+            store.mark_running("k0")  # SQLite refuses the write: one-line StoreError, not a traceback
+        assert not caught.value.damaged  # nothing to rebuild
+
+
+def test_store_error_is_a_value_error_for_the_cli() -> None:
+    assert issubclass(StoreError, ValueError)  # the attnrank entry point turns it into one line, exit 2
+
+
+def test_a_locked_store_is_busy_not_damaged(tmp_path: Path) -> None:
+    path = _good_store(tmp_path)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another sweep in the middle of a write
+    try:
+        with pytest.raises(StoreError, match="busy") as caught:
+            ResultsStore(path, timeout=0.1)
+        assert not caught.value.damaged  # a rebuild must not move a busy store aside
+        assert "\n" not in str(caught.value)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()

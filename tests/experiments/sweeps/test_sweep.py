@@ -4,6 +4,7 @@ with the same results as an uninterrupted sweep (the smoke preset: six tiny runs
 from __future__ import annotations
 
 import csv
+import json
 import os
 import random
 import signal
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import experiments.sweeps.execute as execute
 from experiments.cli.main import main
 from experiments.sweeps.presets import get_preset
 from experiments.sweeps.runner import RUNS_DIR, run_sweep, store_path
@@ -144,15 +146,13 @@ def test_overrides_change_the_hash(tmp_path: Path) -> None:
 
 
 def test_failed_run_is_recorded_and_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import experiments.sweeps.backends as backends
-
     calls = {"n": 0}
 
     def broken(spec: dict, run_dir: Path) -> dict:
         calls["n"] += 1
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(backends, "_train_run", broken)
+    monkeypatch.setattr(execute, "_train_run", broken)
     summary = run_sweep("smoke", "quick", tmp_path, workers=1, progress=False, overrides={"steps": 5})
     assert summary["failed"] == 6 and calls["n"] == 6
     with ResultsStore(store_path(tmp_path)) as store:
@@ -182,3 +182,76 @@ def test_batched_sweep_matches_separate_runs(tmp_path: Path) -> None:
     for key, metrics in ra.items():
         assert metrics is not None and rb[key] is not None and rb[key]["batched"] == 2
         assert rb[key]["final_loss"] == pytest.approx(metrics["final_loss"], rel=1e-5)
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_damaged_store_rebuilt_from_run_files_gives_the_same_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Damage a finished sweep's store: report and sweep refuse it in one line naming --rebuild-store; the rebuild
+    restores every run from runs/*/result.json without training, and the report is the same as before."""
+    torch.set_num_threads(1)
+    sweep = ["sweep", "smoke", "--out", str(tmp_path), "--workers", "1", "--no-progress", "--set", "steps=10"]
+    assert main(sweep) == 0
+    assert main(["report", str(tmp_path)]) == 0
+    original = (tmp_path / "report.md").read_text()
+    capsys.readouterr()
+    store = store_path(tmp_path)
+    for side in ("-wal", "-shm"):
+        store.with_name(store.name + side).unlink(missing_ok=True)
+    store.write_bytes(b"\x00garbage" * 1000)
+
+    assert main(["report", str(tmp_path)]) == 2
+    assert "--rebuild-store" in _one_line_error(capsys)
+    capsys.readouterr()
+    assert main(sweep) == 2
+    assert "--rebuild-store" in _one_line_error(capsys)
+
+    assert main([*sweep, "--rebuild-store", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["restored"] == 6 and summary["finished"] == 0 and summary["skipped"] == 6
+    assert summary["moved_aside"] and Path(summary["moved_aside"]).read_bytes().startswith(b"\x00garbage")
+    assert main(["report", str(tmp_path)]) == 0
+    assert (tmp_path / "report.md").read_text() == original
+    capsys.readouterr()
+
+    assert main([*sweep, "--rebuild-store", "--json"]) == 0  # a readable store is completed, not moved aside
+    again = json.loads(capsys.readouterr().out)
+    assert again["restored"] == 0 and again["moved_aside"] is None
+
+
+def test_foreign_sqlite_file_is_never_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    connection = sqlite3.connect(store_path(tmp_path))
+    connection.execute("CREATE TABLE photos (id INTEGER)")
+    connection.commit()
+    connection.close()
+    before = store_path(tmp_path).read_bytes()
+    assert main(["report", str(tmp_path)]) == 2
+    assert "not an attnrank results store" in _one_line_error(capsys)
+    assert main(["sweep", "smoke", "--out", str(tmp_path), "--workers", "1", "--no-progress"]) == 2
+    assert "not an attnrank results store" in _one_line_error(capsys)
+    assert store_path(tmp_path).read_bytes() == before
+
+
+def test_bad_workers_and_overrides_are_refused_before_any_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sweep", "smoke", "--out", str(tmp_path), "--workers", "0"]) == 2
+    assert "--workers must be >= 1" in _one_line_error(capsys)
+    with pytest.raises(ValueError, match="workers"):
+        run_sweep("smoke", "quick", tmp_path, workers=0, progress=False)
+    assert main(["sweep", "smoke", "--out", str(tmp_path), "--set", "init=/no/such/weights.npz"]) == 2
+    assert "init" in _one_line_error(capsys)  # the encoder cannot load a weight file: refused up front
+    theory = ["sweep", "bound-vs-trained", "--out", str(tmp_path), "--set", "init=/no/such/weights.npz"]
+    assert main(theory) == 2
+    assert "weights.npz" in _one_line_error(capsys)  # the theory model would load it: the file is checked first
+    assert main(["sweep", "random-features", "--out", str(tmp_path), "--set", "steps=5"]) == 2
+    assert "no training runs" in _one_line_error(capsys)
+    assert main(["sweep", "smoke", "--out", str(tmp_path), "--set", "lr=-1"]) == 2
+    _one_line_error(capsys)
+    assert not store_path(tmp_path).exists() and not (tmp_path / RUNS_DIR).exists()

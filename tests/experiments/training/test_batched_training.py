@@ -1,20 +1,21 @@
 """Batched training (stacked parameters + vmap) against separate train() runs of the same configs.
 
-Reference: experiments.training.loop.train on each config separately (independent code path: the layer's fused autograd
-attention, one optimiser per run). Tolerance: relative 1e-5 on epoch-mean losses, i.e. about 100 float32 epsilons
-(1.2e-7) of rounding accumulated over 20 Adam steps; the measured gap is ~5e-8.
+Reference: experiments.training.loop.train on each config separately (independent code path: the layer's default
+"blockwise" attention instead of "plain", one optimiser per run, no vmap). Tolerance: relative 1e-5 on epoch-mean
+losses, i.e. about 100 float32 epsilons (1.2e-7) of rounding accumulated over 20 Adam steps; the measured gap is ~5e-8.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import pytest
 import torch
 
-from experiments.training.loop import TrainConfig, train
-from experiments.training.seed_batched import check_batchable, train_batched
+from experiments.config import TrainConfig
+from experiments.training.loop import StackedModels, check_batchable, train, train_batched
 
 RTOL = 1e-5
 
@@ -35,7 +36,16 @@ def _configs(**fields: object) -> list[TrainConfig]:
     return [TrainConfig(**base, seed=s) for s in (0, 1, 2)]  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("fields", [{"task": "farthest"}, {"task": "nearest", "keys": "iid", "layers": 2}])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"task": "farthest"},
+        {"task": "nearest", "keys": "iid", "layers": 2},
+        {"task": "farthest", "attention": "hardmax", "temperature": 4.0},
+        {"task": "nearest", "keys": "orthonormal", "N": 2, "model": "theory", "value": "full"},
+        {"task": "icl", "model": "gpt2", "embed_dim": 8, "positional": "additive"},
+    ],
+)
 def test_batched_matches_separate_runs(tmp_path: Path, fields: dict) -> None:
     torch.set_num_threads(1)
     configs = _configs(**fields)
@@ -57,3 +67,22 @@ def test_refuses_configs_that_differ_beyond_seed() -> None:
         check_batchable([configs[0], configs[0]])
     with pytest.raises(ValueError, match="non-empty"):
         check_batchable([])
+
+
+def test_a_diverged_batch_is_reported_per_run_and_stops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Losses made nan from the 3rd step on (TrainConfig caps lr at 10, so no learning rate overflows): every run of
+    the batch is marked diverged (final loss nan), and the loop stops early once all of them have (the same rule as a
+    single run, whose loss is checked every epoch here)."""
+    calls = {"n": 0}
+    original = StackedModels.losses
+
+    def losses(self: StackedModels, batches: list) -> torch.Tensor:
+        calls["n"] += 1
+        value = original(self, batches)
+        return value * math.nan if calls["n"] >= 3 else value
+
+    monkeypatch.setattr(StackedModels, "losses", losses)
+    configs = [dataclasses.replace(c, warmup_fraction=0.0, steps=40) for c in _configs(task="farthest")]
+    results = train_batched(configs)
+    assert all(r.diverged and math.isnan(r.final_loss) for r in results)
+    assert all(r.steps < 40 and r.extra == {"batched": 3} for r in results)

@@ -1,0 +1,66 @@
+"""attnrank: check the claims of "On the Benefits of Rank in Attention Layers" (Amsel, Yehudai, Bruna) numerically.
+
+The public Python API in one place; everything here is defined in `theory/`, `constructions/` or `experiments/`
+(see docs/architecture.md) and re-exported unchanged. The paper's statements are summarised in docs/paper.md.
+
+Bounds (Theorem 2, Fact 1):
+    rank_lower_bound(d, r, H) -> BoundInterval   certified lower bound on the error of any H-head rank-r attention
+    min_heads(d, r, eps) -> int                    the fewest heads the bound allows for error eps
+    full_rank_error(d, temperature) -> float       the exact error of Fact 1's single full-rank softmax head
+Constructions, as weight files (safetensors):
+    save_full_rank, construct_random_features, build_majority_vote / save_majority_vote,
+    build_biased_construction / save_biased_construction, load_weights, save_weights
+Evaluating and exporting:
+    evaluate(path, task=..., N=..., samples=..., seed=...) -> dict   Monte Carlo error next to the file's prediction
+    weight_file_model(weights) -> model(X, y)                         the reference (numpy) evaluator of a file
+    torch_mha_export(weights), stock_attention(export)               a stock torch.nn.MultiheadAttention
+Training and sweeping:
+    TrainConfig, train(config, out_dir), train_batched(configs), load_trained_model(out_dir)
+    PRESETS, run_sweep(preset, scale, out)
+"""
+
+from constructions.biased import build_biased_construction, save_biased_construction
+from constructions.evaluate import evaluate_weight_file as evaluate
+from constructions.evaluate import weight_file_model
+from constructions.export_torch import stock_attention, torch_mha_export
+from constructions.full_rank import save_full_rank
+from constructions.majority_vote import build_majority_vote, save_majority_vote
+from constructions.random_features import construct_random_features
+from constructions.weights_io import WeightFile, load_weights, save_weights
+from experiments.cli.version import package_version
+from experiments.config import TrainConfig, TrainResult
+from experiments.sweeps.presets import PRESETS
+from experiments.sweeps.runner import run_sweep
+from experiments.training.loop import train, train_batched
+from experiments.training.run import load_trained_model
+from theory.bounds import BoundInterval, full_rank_error, min_heads, rank_lower_bound
+
+__version__ = package_version()
+
+__all__ = [
+    "PRESETS",
+    "BoundInterval",
+    "TrainConfig",
+    "TrainResult",
+    "WeightFile",
+    "__version__",
+    "build_biased_construction",
+    "build_majority_vote",
+    "construct_random_features",
+    "evaluate",
+    "full_rank_error",
+    "load_trained_model",
+    "load_weights",
+    "min_heads",
+    "rank_lower_bound",
+    "run_sweep",
+    "save_biased_construction",
+    "save_full_rank",
+    "save_majority_vote",
+    "save_weights",
+    "stock_attention",
+    "torch_mha_export",
+    "train",
+    "train_batched",
+    "weight_file_model",
+]

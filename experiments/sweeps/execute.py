@@ -1,0 +1,144 @@
+"""What a sweep worker does: execute one run (or a batch of seed-only-different runs) in this process.
+
+A run is trained (`experiments.training.loop.train`; on Theorem 2's own task its fresh Monte Carlo error is measured
+beside the certified bound, `experiments.analysis.trained`) or, for kind "random-features", solved
+(`constructions.random_features`). The worker holds an exclusive file lock on the run directory meanwhile
+(``fcntl.flock`` on ``<run_dir>/.lock``), so even a worker orphaned by a killed driver cannot train the same directory
+at the same time as the re-run sweep. Outcomes go back to the driver (`experiments.sweeps.backends`), never to the
+results store. This module loads the whole training stack; the driver imports it only where runs execute.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from constructions.random_features import prefix_errors, sample_heads
+from experiments.analysis.trained import theorem2_applicable, trained_vs_bound
+from experiments.config import TrainConfig
+from experiments.json_files import write_json
+from experiments.sweeps.presets import RandomFeaturesSpec, spec_from_record
+from experiments.sweeps.work import RunBatch, RunOutcome, RunTask, WorkItem
+from experiments.tasks import estimate_task_error
+from experiments.training.loop import train, train_batched
+from experiments.training.provenance import provenance
+from experiments.training.run import load_trained_model
+
+if sys.platform != "win32":  # flock is POSIX-only; on Windows the single driver is the only guard
+    import fcntl
+
+
+@contextlib.contextmanager
+def run_directory_lock(run_dir: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``run_dir`` (blocks while another process trains it; released on exit or death)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if sys.platform == "win32":  # pragma: no cover - no flock; rely on the single driver
+        yield
+        return
+    with open(run_dir / ".lock", "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _train_run(spec: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    config = TrainConfig.from_dict(spec)
+    result = train(config, run_dir, progress=False)
+    metrics = result.to_dict()
+    if config.model == "theory" and theorem2_applicable(config) and not result.diverged:
+        # Theorem 2's own task: a fresh Monte Carlo error (with its standard error) beside the certified bound.
+        _, task, model = load_trained_model(run_dir)
+        metrics["theorem2"] = trained_vs_bound(config, task, model, n_samples=20_000)
+    elif config.model == "theory" and config.task == "nearest" and not result.diverged:
+        # Deeper theory models on nearest neighbour (the depth preset): the same fresh Monte Carlo error, without a
+        # bound (Theorem 2 covers one layer only); the claim predicate compares it with the one-layer bound.
+        _, task, model = load_trained_model(run_dir)
+        estimate = estimate_task_error(model, task, 20_000, torch.Generator().manual_seed(12345), batch_size=8192)
+        metrics["error"], metrics["error_stderr"] = estimate.mean, estimate.stderr
+    return metrics
+
+
+def _random_features_run(spec: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    rf = spec_from_record("random-features", spec)
+    assert isinstance(rf, RandomFeaturesSpec)
+    started = time.perf_counter()
+    rng = np.random.default_rng([rf.seed, rf.d, rf.trial])
+    q, k = sample_heads(rf.head_counts[-1], rf.d, rng, rf.distribution)
+    errors = prefix_errors(q, k, np.asarray(rf.head_counts)).errors  # (P,)
+    metrics = {
+        "head_counts": list(rf.head_counts),
+        "errors": [float(e) for e in errors],
+        "final_loss": float(errors[-1]),
+        "best_loss": float(np.min(errors)),
+        "diverged": False,
+        "seconds": time.perf_counter() - started,
+    }
+    write_json(run_dir / "result.json", metrics)
+    return metrics
+
+
+def execute_task(task: RunTask) -> RunOutcome:
+    """Run one task in this process (train, or solve the random-feature problem); never raises."""
+    try:
+        run_dir = Path(task.run_dir)
+        with run_directory_lock(run_dir):
+            if task.kind == "train":
+                metrics = _train_run(task.spec, run_dir)
+            elif task.kind == "random-features":
+                metrics = _random_features_run(task.spec, run_dir)
+            else:
+                raise ValueError(f"unknown run kind {task.kind!r}")
+        return RunOutcome(task.key, True, metrics, provenance())
+    except Exception as exc:  # noqa: BLE001 - reported to the driver, stored as a failed run
+        text = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
+        return RunOutcome(task.key, False, error=text)
+
+
+def execute_batch(batch: RunBatch) -> list[RunOutcome]:
+    """Train a batch of seed-only-different runs together; every run's result.json is written; never raises."""
+    try:
+        configs = [TrainConfig.from_dict(t.spec) for t in batch.tasks]
+        with contextlib.ExitStack() as locks:
+            for t in batch.tasks:
+                locks.enter_context(run_directory_lock(Path(t.run_dir)))
+            results = train_batched(configs)
+            for t, c, result in zip(batch.tasks, configs, results, strict=False):
+                write_json(
+                    Path(t.run_dir) / "config.json",
+                    {"config": c.to_dict(), "config_hash": c.config_hash(), **provenance(), "batched": len(configs)},
+                )
+                write_json(Path(t.run_dir) / "result.json", result.to_dict())
+        prov = provenance()
+        return [RunOutcome(t.key, True, r.to_dict(), prov) for t, r in zip(batch.tasks, results, strict=False)]
+    except Exception as exc:  # noqa: BLE001 - every run of the batch is reported failed
+        text = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
+        return [RunOutcome(t.key, False, error=text) for t in batch.tasks]
+
+
+def execute_item(item: WorkItem) -> list[RunOutcome]:
+    """Execute a single run or a batch; a list of outcomes either way."""
+    return execute_batch(item) if isinstance(item, RunBatch) else [execute_task(item)]
+
+
+def init_worker(threads: int) -> None:
+    """Set up a local pool worker: ``threads`` torch threads, and (Linux) die with the driver (PR_SET_PDEATHSIG)."""
+    torch.set_num_threads(threads)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the driver
+            if os.getppid() == 1:  # the driver died before prctl took effect
+                os._exit(1)

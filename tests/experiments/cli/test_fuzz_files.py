@@ -1,0 +1,405 @@
+"""Fuzz: damaged files are refused, never trusted: weight files, checkpoints and results stores.
+
+Each corpus is made in the test from real small files (a weight file of every construction, a finished training run,
+a results store) by truncating them, flipping bytes, rewriting metadata or tensors and relabelling layouts; every
+damaged copy is fed to the commands that read it, which must refuse it with one line on stderr naming the file,
+exit status 2, no traceback and no file created or changed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors import safe_open
+from safetensors.numpy import save_file
+
+from tests.experiments.cli.cli_fuzz import invoke, refusal_problems, snapshot
+
+# --- weight files ----------------------------------------------------------------------------------------------------
+
+GOOD_FILES = {
+    "full-rank": ["construct", "full-rank", "--d", "3", "--temperature", "10"],
+    "random-features": ["construct", "random-features", "--d", "3", "--heads", "4"],
+    "majority-vote": ["construct", "majority-vote", "--d", "3", "--heads", "3", "--no-predict"],
+    "biased": ["construct", "biased", "--d", "2", "--m", "2"],
+}
+
+METADATA_DAMAGE: list[tuple[str, str]] = [
+    ("d", "3.0"),
+    ("d", "-1"),
+    ("d", "0"),
+    ("d", "x"),
+    ("d", ""),
+    ("d", " 3"),
+    ("d", "3\n"),
+    ("d", "1e9"),
+    ("d", "4"),
+    ("d", "99999999999999"),
+    ("r", "99"),
+    ("r", "0"),
+    ("r", "1,1"),
+    ("H", "1,1"),
+    ("H", "0"),
+    ("H", "-1"),
+    ("H", "7"),
+    ("H", "1,"),
+    ("H", ""),
+    ("L", "1000000000"),
+    ("L", "0"),
+    ("L", "3"),
+    ("temperature", "nan"),
+    ("temperature", "-1"),
+    ("temperature", "0"),
+    ("temperature", "1e39"),
+    ("temperature", "-inf"),
+    ("temperature", "x"),
+    ("temperature", "infinity"),
+    ("predicted_error", "-1"),
+    ("predicted_error", "inf"),
+    ("predicted_error", "x"),
+    ("predicted_error", "-inf"),
+    ("task", "farthest"),
+    ("task", "nope"),
+    ("task", ""),
+    ("layout", "conv"),
+    ("layout", ""),
+    ("version", "2"),
+    ("version", ""),
+    ("update", "none"),
+    ("N", "0"),
+    ("N", "1000000000000000"),
+    ("keys", "weird"),
+    ("p", "-1"),
+    ("p", "100"),
+    ("bias_m", "x"),
+    ("bias_m", "1000000000"),
+    ("bias_m", "0"),
+    ("bias_delta", "nan"),
+    ("bias_delta", "-1"),
+    ("bias_delta", "0"),
+]
+
+
+def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    with safe_open(str(path), framework="np") as handle:
+        return {k: handle.get_tensor(k) for k in handle.keys()}, dict(handle.metadata() or {})
+
+
+def _write(path: Path, tensors: dict[str, np.ndarray], metadata: dict[str, str]) -> None:
+    save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(path), metadata=metadata)
+
+
+def _data_start(raw: bytes) -> int:
+    return 8 + struct.unpack("<Q", raw[:8])[0]
+
+
+def _byte_damages(raw: bytes) -> dict[str, bytes]:
+    """Truncations and flips that no reader may accept (flips only where they cannot leave a valid file)."""
+    start = _data_start(raw)
+    damages = {f"truncated-{n}": raw[:n] for n in (0, 4, 8, 20, start - 1, start + 3, len(raw) - 1)}
+    damages["length-prefix-ff"] = b"\xff" * 8 + raw[8:]
+    damages["length-prefix-short"] = struct.pack("<Q", 2) + raw[8:]
+    damages["brace-flipped"] = raw[:8] + bytes([raw[8] ^ 0xFF]) + raw[9:]
+    damages["header-garbage"] = raw[:8] + b"\x00" * (start - 8) + raw[start:]
+    damages["appended-garbage"] = raw + b"\x00garbage"
+    exponent = bytearray(raw)
+    exponent[start + 6 : start + 8] = b"\xf0\x7f"  # first float64 -> inf (exponent all ones)
+    damages["value-to-inf"] = bytes(exponent)
+    huge = bytearray(raw)
+    huge[start + 7] = 0x7F  # first float64 -> about 1e300 or nan: beyond float32 either way
+    huge[start + 6] |= 0xE0
+    damages["value-beyond-float32"] = bytes(huge)
+    damages["garbage"] = b"not a safetensors file at all" * 3
+    return damages
+
+
+def _tensor_damages(tensors: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
+    first = sorted(tensors)[0]
+    damages = {}
+    for label, value in (("nan", np.nan), ("inf", np.inf), ("1e39", 1e39), ("-1e300", -1e300)):
+        changed = dict(tensors)
+        array = tensors[first].copy()
+        array.flat[0] = value
+        changed[first] = array
+        damages[f"{first}={label}"] = changed
+    damages["float32"] = {**tensors, first: tensors[first].astype(np.float32)}
+    damages["missing"] = {k: v for k, v in tensors.items() if k != first}
+    damages["extra"] = {**tensors, "extra": np.zeros(1)}
+    damages["reshaped"] = {**tensors, first: tensors[first].reshape(-1)}
+    damages["empty"] = {**tensors, first: np.zeros((0,))}
+    return damages
+
+
+def damaged_weight_files(root: Path, good: dict[str, Path]) -> list[Path]:
+    """Write the corpus under root (one file per damage per construction) and return the paths."""
+    corpus = []
+    for kind, path in good.items():
+        raw = path.read_bytes()
+        for label, data in _byte_damages(raw).items():
+            target = root / f"{kind}.{label}.safetensors"
+            target.write_bytes(data)
+            corpus.append(target)
+        tensors, metadata = _read(path)
+        for key, value in METADATA_DAMAGE:
+            if key not in metadata and key not in ("task", "keys", "N", "L", "p", "update"):
+                continue
+            target = root / f"{kind}.meta-{key}={value.encode().hex()}.safetensors"
+            _write(target, tensors, {**metadata, key: value})
+            corpus.append(target)
+        for key in ("construction", "d", "temperature", "predicted_error", "layout"):
+            target = root / f"{kind}.meta-without-{key}.safetensors"
+            _write(target, tensors, {k: v for k, v in metadata.items() if k != key})
+            corpus.append(target)
+        other = "single-layer" if metadata["layout"] == "multi-layer" else "multi-layer"
+        relabelled = {**metadata, "layout": other}
+        if other == "multi-layer":
+            relabelled.update(p="0", L="1", update="query", N=metadata.get("N", "2"))
+        target = root / f"{kind}.relabelled-{other}.safetensors"
+        _write(target, tensors, relabelled)
+        corpus.append(target)
+        for label, changed in _tensor_damages(tensors).items():
+            target = root / f"{kind}.tensor-{label}.safetensors"
+            _write(target, changed, metadata)
+            corpus.append(target)
+    (root / "directory.safetensors").mkdir()
+    corpus.append(root / "directory.safetensors")
+    return corpus
+
+
+@pytest.fixture(scope="module")
+def weight_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    root = tmp_path_factory.mktemp("weights")
+    good = {}
+    from experiments.cli.main import main
+
+    for kind, argv in GOOD_FILES.items():
+        good[kind] = root / f"good-{kind}.safetensors"
+        assert main([*argv, "--out", str(good[kind])]) == 0
+    corpus_dir = root / "corpus"
+    corpus_dir.mkdir()
+    return root, damaged_weight_files(corpus_dir, good)
+
+
+def test_the_weight_file_corpus_is_large(weight_corpus) -> None:
+    _, corpus = weight_corpus
+    print(f"damaged weight files: {len(corpus)}")
+    assert len(corpus) >= 250
+
+
+READERS: dict[str, Callable[[Path, Path], list[str]]] = {
+    "eval": lambda f, out: ["eval", "--weights", str(f), "--samples", "20"],
+    "export": lambda f, out: ["export", "--weights", str(f), "--out", str(out / "exported.safetensors")],
+    "train --init": lambda f, out: [
+        "train",
+        "--model",
+        "theory",
+        "--task",
+        "nearest",
+        "--d",
+        "3",
+        "--N",
+        "2",
+        "--rank",
+        "3",
+        "--attention",
+        "softmax",
+        "--temperature",
+        "10",
+        "--steps",
+        "2",
+        "--init",
+        str(f),
+        "--out",
+        str(out / "run"),
+        "--no-progress",
+    ],
+}
+
+
+READS_ONLY_FULL_RANK = {"train --init"}
+"""Readers run on the full-rank part of the corpus only (a training run per file is slower; the loader is shared)."""
+
+
+@pytest.mark.parametrize("reader", list(READERS))
+def test_the_readers_accept_the_undamaged_file(weight_corpus, reader, capsys, tmp_path) -> None:
+    """Positive control: the argv each reader gets accepts the good full-rank file, so a refusal means damage."""
+    root, _ = weight_corpus
+    outcome = invoke(READERS[reader](root / "good-full-rank.safetensors", tmp_path), capsys)
+    assert outcome.status == 0, outcome.err
+
+
+@pytest.mark.parametrize("reader", list(READERS))
+def test_every_damaged_weight_file_is_refused(weight_corpus, reader, capsys, tmp_path) -> None:
+    root, corpus = weight_corpus
+    if reader in READS_ONLY_FULL_RANK:
+        corpus = [p for p in corpus if p.name.startswith("full-rank.")]
+    failures = []
+    before = snapshot(root)  # the corpus itself: compared once at the end (hashing it per case is slow)
+    out_before = snapshot(tmp_path)
+    for path in corpus:
+        outcome = invoke(READERS[reader](path, tmp_path), capsys)
+        problems = refusal_problems(outcome, out_before, snapshot(tmp_path))
+        if not problems and path.name not in outcome.err:
+            problems.append("the message does not name the file")
+        if problems:
+            failures.append(f"{path.name}: {'; '.join(problems)} | {outcome.err.strip()[:160]}")
+            shutil.rmtree(tmp_path, ignore_errors=True)
+            tmp_path.mkdir(exist_ok=True)
+    after = snapshot(root)
+    if after != before:
+        failures.append(f"corpus files changed: {sorted(k for k in after if before.get(k) != after[k])[:5]}")
+    print(f"{reader}: {len(corpus)} damaged weight files, {len(failures)} accepted or refused improperly")
+    assert not failures, "\n".join(failures)
+
+
+# --- checkpoints -----------------------------------------------------------------------------------------------------
+
+RUN_ARGS = ["train", "--task", "farthest", "--d", "4", "--N", "3", "--rank", "4", "--ffn-dim", "8"]
+RUN_ARGS += ["--batch-size", "4", "--checkpoint-every", "2", "--log-every", "2", "--no-progress"]
+"""A tiny run: farthest, d = 4, N = 3, batches of 4 (``--steps`` and ``--out`` are added per copy)."""
+
+
+def _run_argv(out: Path) -> list[str]:
+    return [*RUN_ARGS, "--out", str(out)]
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from experiments.cli.main import main
+
+    out = tmp_path_factory.mktemp("run") / "run"
+    assert main([*_run_argv(out), "--steps", "4"]) == 0
+    assert (out / "checkpoint.pt").is_file() and (out / "result.json").is_file()
+    return out
+
+
+def _checkpoint_damages(raw: bytes) -> dict[str, bytes]:
+    middle = len(raw) // 2
+    damages = {f"truncated-{n}": raw[:n] for n in (0, 10, middle, len(raw) - 1, len(raw) - 70)}
+    for offset in (0, 100, middle, len(raw) - 80, len(raw) - 5):
+        flipped = bytearray(raw)
+        flipped[offset] ^= 0x01
+        damages[f"flip-{offset}"] = bytes(flipped)
+    damages["garbage"] = b"\x00" * 64
+    damages["appended"] = raw + b"x"
+    return damages
+
+
+def test_an_undamaged_copy_resumes_and_analyzes(finished_run, capsys, tmp_path) -> None:
+    """Positive control for the checkpoint corpus: the same commands accept the intact copy."""
+    copy = tmp_path / "intact"
+    shutil.copytree(finished_run, copy)
+    (copy / "result.json").unlink()
+    assert invoke([*_run_argv(copy), "--steps", "4"], capsys).status == 0
+    assert (copy / "result.json").is_file()
+    assert invoke(["analyze", str(copy), "--samples", "100"], capsys).status == 0
+
+
+def test_every_damaged_checkpoint_is_refused(finished_run, capsys, tmp_path) -> None:
+    """A resumed run (result.json removed) and `analyze` refuse every damaged checkpoint / config and write nothing."""
+    raw = (finished_run / "checkpoint.pt").read_bytes()
+    failures = []
+    cases = 0
+    for label, data in _checkpoint_damages(raw).items():
+        for command in ("resume", "analyze"):
+            copy = tmp_path / f"{label}-{command}"
+            shutil.copytree(finished_run, copy)
+            (copy / "checkpoint.pt").write_bytes(data)
+            if command == "resume":
+                (copy / "result.json").unlink()
+                argv = [*_run_argv(copy), "--steps", "4"]
+            else:
+                argv = ["analyze", str(copy), "--samples", "100"]
+            before = snapshot(copy)
+            outcome = invoke(argv, capsys)
+            cases += 1
+            problems = refusal_problems(outcome, before, snapshot(copy))
+            if problems:
+                failures.append(f"{label} ({command}): {'; '.join(problems)} | {outcome.err.strip()[:160]}")
+    config = json.loads((finished_run / "config.json").read_text())
+    for label, text in {"config-garbage": "{not json", "config-empty": "", "config-list": "[]"}.items():
+        copy = tmp_path / label
+        shutil.copytree(finished_run, copy)
+        (copy / "config.json").write_text(text)
+        (copy / "result.json").unlink()
+        before = snapshot(copy)
+        outcome = invoke([*_run_argv(copy), "--steps", "4"], capsys)
+        cases += 1
+        problems = refusal_problems(outcome, before, snapshot(copy))
+        if problems:
+            failures.append(f"{label}: {'; '.join(problems)} | {outcome.err.strip()[:160]}")
+    assert config  # the real config is readable
+    print(f"checkpoints: {cases} damaged cases, {len(failures)} accepted or refused improperly")
+    assert not failures, "\n".join(failures)
+
+
+# --- results stores --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def good_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A sweep directory whose results.sqlite registers the smoke sweep (no run executed)."""
+    from experiments.sweeps.runner import resolve_runs, store_path
+    from experiments.sweeps.store import ResultsStore
+
+    out = tmp_path_factory.mktemp("sweep") / "sweep"
+    out.mkdir()
+    specs = resolve_runs("smoke", "quick")
+    from experiments.sweeps.runner import _entries  # the runner's own (key, kind, spec) rows
+
+    with ResultsStore(store_path(out)) as store:
+        store.register("smoke", "quick", _entries(specs))
+    return out
+
+
+def _store_damages(raw: bytes) -> dict[str, bytes]:
+    damages = {f"truncated-{n}": raw[:n] for n in (10, 100, len(raw) // 2)}
+    damages["garbage"] = b"\x13" * 4096
+    damages["header-flipped"] = bytes([raw[0] ^ 0xFF]) + raw[1:]
+    damages["page-size-garbage"] = raw[:16] + b"\xff\xff" + raw[18:]
+    return damages
+
+
+def _foreign_db(path: Path) -> None:
+    import sqlite3
+
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+    connection.execute("INSERT INTO notes (text) VALUES ('not a results store')")
+    connection.commit()
+    connection.close()
+
+
+def test_every_damaged_store_is_refused(good_store, capsys, tmp_path) -> None:
+    """`report` and `sweep` refuse a damaged or foreign results.sqlite and change nothing in the directory."""
+    from experiments.sweeps.runner import store_path
+
+    raw = store_path(good_store).read_bytes()
+    damages: dict[str, bytes | None] = {**_store_damages(raw), "foreign-db": None}
+    failures = []
+    cases = 0
+    for label, data in damages.items():
+        for command in ("report", "sweep"):
+            copy = tmp_path / f"{label}-{command}"
+            shutil.copytree(good_store, copy)
+            path = store_path(copy)
+            if data is None:
+                path.unlink()
+                _foreign_db(path)
+            else:
+                path.write_bytes(data)
+            argv = ["report", str(copy)] if command == "report" else ["sweep", "smoke", "--out", str(copy)]
+            before = snapshot(copy)
+            outcome = invoke([*argv, "--no-progress"] if command == "sweep" else argv, capsys)
+            cases += 1
+            problems = refusal_problems(outcome, before, snapshot(copy))
+            if problems:
+                failures.append(f"{label} ({command}): {'; '.join(problems)} | {outcome.err.strip()[:160]}")
+    print(f"stores: {cases} damaged cases, {len(failures)} accepted or refused improperly")
+    assert not failures, "\n".join(failures)

@@ -1,0 +1,30 @@
+"""The depth preset's figure draws from sweep records and refuses records it cannot draw."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from experiments.figures.depth_trained import depth_series, plot_depth_trained
+from experiments.figures.sweeps import FIGURES
+
+
+def _run(layers: int, width: int, error: float, seed: int) -> dict:
+    base = {"model": "theory", "task": "nearest", "N": 2, "rank": 1, "d": 8, "seed": seed, "status": "finished"}
+    return {**base, "layers": layers, "width": width, "positional_dim": 8 if layers == 2 else 0,
+            "error": error, "error_stderr": 0.001}  # fmt: skip
+
+
+def test_depth_figure_is_drawn(tmp_path: Path) -> None:
+    records = [_run(2, c, 0.03 / c, s) for c in (1, 2) for s in (0, 1)] + [_run(1, 2 * c, 0.17, 0) for c in (1, 2)]
+    series = depth_series(records)
+    assert set(series) == {(8, 2), (8, 1)} and sorted(series[(8, 2)]) == [16, 32]
+    path = plot_depth_trained(records, tmp_path / "depth.png", "depth (test)")
+    assert path.stat().st_size > 1000
+    assert FIGURES["depth"] is plot_depth_trained
+
+
+def test_nothing_to_draw_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no finished"):
+        plot_depth_trained([], tmp_path / "x.png", "empty")

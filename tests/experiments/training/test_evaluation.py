@@ -1,0 +1,90 @@
+"""Tests of experiments/training/evaluation.py (`attnrank train --eval-only`) and of the --init step-size warning."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from constructions.full_rank import save_full_rank
+from constructions.weights_io import load_weights
+from experiments.cli.main import main
+from experiments.config import TrainConfig
+from experiments.training.evaluation import evaluate_run
+from experiments.training.loop import train
+from experiments.training.run import build_run
+from experiments.training.schedule import init_step_ratio, make_optimizer
+
+FLAGS = "--task nearest --d 8 --N 2 --keys orthonormal --rank 8 --model theory --temperature 10"
+"""The command-line flags of `full_rank_config` (without --init)."""
+
+
+def full_rank_config(tmp_path: Path, **changes: object) -> TrainConfig:
+    """The theory model on nearest / N = 2 / D_2 holding Fact 1's head (d = 8, temperature 10)."""
+    path = save_full_rank(tmp_path / "full.safetensors", 8, 10.0)
+    config = TrainConfig(
+        task="nearest", d=8, N=2, keys="orthonormal", rank=8, model="theory", temperature=10.0, init=str(path)
+    )
+    return dataclasses.replace(config, **changes)  # type: ignore[arg-type]
+
+
+def test_eval_only_reports_the_construction_error_and_writes_nothing(tmp_path: Path) -> None:
+    config = full_rank_config(tmp_path, device="cpu")
+    out = tmp_path / "run"
+    result = evaluate_run(config, out, samples=20_000, seed=3)
+    predicted = load_weights(config.init).predicted_error  # type: ignore[arg-type]
+    assert result["source"] == "init" and result["step"] == 0 and result["n_samples"] == 20_000
+    assert abs(result["mse"] - predicted) <= 4 * result["stderr"], (result, predicted)
+    assert not out.exists()
+    fresh = evaluate_run(dataclasses.replace(config, init=None), None, samples=2000, seed=3)
+    assert fresh["source"] == "seed" and fresh["mse"] > predicted + 4 * fresh["stderr"]  # negative control
+
+
+def test_eval_only_reads_the_checkpoint_of_the_directory(tmp_path: Path) -> None:
+    config = TrainConfig(task="farthest", d=4, N=3, rank=4, ffn_dim=16, steps=10, batch_size=16, device="cpu")
+    out = tmp_path / "run"
+    train(config, out, progress=False)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    result = evaluate_run(config, out, samples=500, seed=0)
+    assert result["source"] == "checkpoint" and result["step"] == 10
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # read only
+
+
+def test_eval_only_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = full_rank_config(tmp_path)
+    args = ["train", *FLAGS.split(), "--init", str(config.init), "--out", str(tmp_path / "run")]
+    assert main([*args, "--eval-only", "--eval-samples", "4000", "--json"]) == 0
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert set(data) == {"mse", "stderr", "n_samples", "step", "source", "out"} and data["n_samples"] == 4000
+    assert captured.err == "" and not (tmp_path / "run").exists()
+    assert main([*args, "--eval-only", "--eval-samples", "1"]) == 2
+    assert "--eval-samples must be an integer >= 2" in capsys.readouterr().err
+
+
+def test_init_warning_depends_on_the_learning_rate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = full_rank_config(tmp_path)
+    args = ["train", *FLAGS.split(), "--init", str(config.init), "--steps", "2", "--log-every", "1", "--no-progress"]
+    assert main([*args, "--out", str(tmp_path / "a")]) == 0  # default lr 0.01
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("attnrank train: warning: --lr 0.01 moves the --init weights")
+    assert main([*args, "--lr", "1e-4", "--out", str(tmp_path / "b")]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_init_step_ratio_is_the_first_adamw_step() -> None:
+    """Without warm-up, AdamW's first step moves every coordinate by lr (|g| >> eps): ||step|| = lr sqrt(P)."""
+    config = TrainConfig(task="farthest", d=4, N=3, rank=4, ffn_dim=16, lr=1e-3, warmup_fraction=0.0, steps=10)
+    task, model = build_run(config, torch.device("cpu"))
+    before = torch.cat([p.detach().flatten().clone() for p in model.parameters()])
+    optimizer, _ = make_optimizer(model.parameters(), config)
+    batch = task.sample(64, torch.Generator().manual_seed(0)).to("cpu")
+    task.error(model(batch), batch.target).mean().backward()
+    optimizer.step()
+    after = torch.cat([p.detach().flatten() for p in model.parameters()])
+    moved = float((after - before).norm()) / float(before.norm())
+    assert init_step_ratio(model.parameters(), config.lr) == pytest.approx(moved, rel=0.05)
+    assert init_step_ratio([torch.zeros(3, requires_grad=True)], 0.1) == float("inf")
