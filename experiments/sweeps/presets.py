@@ -202,7 +202,7 @@ def _fig1(scale: str) -> list[RunSpec]:
         # L = 1 at lr 0.01 and L = 3 at lr 0.003 (at lr 0.01 three layers stay at the zero predictor, loss 1.0; at
         # lr 0.003 full rank reaches 0.585 in 800 steps, 0.040 in 3000, r = 4 0.630). c = 1 only (c = 8 would add
         # ~9 min). Estimated with 2 workers: 10 runs x 3000 steps x 0.035 s (L = 1) + 10 x 3000 x 0.10 s (L = 3)
-        # = ~34 min (docs/tuning.md).
+        # = ~34 min; measured 16.4 min (load 9 falling to 2), MAGNITUDE at L = 1 (31x) (docs/tuning.md).
         base = {**FARTHEST, **CPU2, "d": 16, "N": 8, "width": 1, "steps": 3000, "temperature": 128.0}
         return [
             *grid({**base, "layers": 1}, rank=divisors_pow2(16), seed=(0, 1)),
@@ -531,7 +531,7 @@ PRESETS: dict[str, Preset] = {
             CLAIMS["fig1"].statement,
             {
                 "quick": "8 runs, ~3 min on 2 cores (174 s at load 8-11)",
-                "cpu": "20 runs (L = 1 and 3, every rank of d = 16), ~34 min on 2 cores",
+                "cpu": "20 runs (L = 1 and 3, every rank of d = 16), 16-34 min on 2 cores",
                 "paper": "315 runs x 100k steps (GPU)",
             },
         ),

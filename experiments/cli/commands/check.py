@@ -34,8 +34,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "(claim, status, measured value, reference or bound, seconds). Exit status 0 only if every check passes.",
     )
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="skip checks marked slow (the default; minutes on 2 cores)")
-    mode.add_argument("--full", action="store_true", help="run every check, including slow ones, and draw figures")
+    mode.add_argument(
+        "--quick",
+        action="store_true",
+        help="skip checks marked slow (the default; about 5 minutes on 2 CPU cores)",
+    )
+    mode.add_argument(
+        "--full",
+        action="store_true",
+        help="run every check, including slow ones, and draw figures (about 15-25 minutes on 2 CPU cores)",
+    )
     parser.add_argument(
         "--report-dir", type=path_argument, default=Path("reports"), help="where check.md and figures go"
     )

@@ -37,7 +37,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         f"finished result. Presets: {listing}.",
     )
     parser.add_argument("preset", metavar="PRESET", help=f"one of: {', '.join(PRESETS)}")
-    parser.add_argument("--scale", default="quick", help="quick (minutes on 2 CPU cores), cpu (hours), paper (GPU)")
+    parser.add_argument(
+        "--scale",
+        default="quick",
+        help="quick (1-6 minutes per preset on 2 CPU cores), cpu (up to 45 minutes per preset), paper (GPU hours)",
+    )
     parser.add_argument("--out", required=True, type=path_argument, help="sweep directory")
     parser.add_argument("--backend", default="local", choices=BACKENDS, help="default %(default)s")
     parser.add_argument("--workers", type=int, default=None, help="local worker processes (default: os.cpu_count())")
