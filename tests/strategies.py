@@ -7,8 +7,13 @@ that failures shrink to a reproducible seed.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import numpy as np
 from hypothesis import strategies as st
+
+from theory.multilayer import AttentionLayer, MultiLayerWeights
 
 seeds = st.integers(min_value=0, max_value=2**32 - 1)
 """Seeds for ``numpy.random.default_rng``."""
@@ -91,3 +96,24 @@ def harmonic_degrees(min_value: int = 0, max_value: int = 30) -> st.SearchStrate
 def odd_degrees(max_value: int = 31) -> st.SearchStrategy[int]:
     """Odd degrees k = 1, 3, ..., <= max_value (the degrees where the sign expansion is non-zero)."""
     return st.integers(min_value=0, max_value=(max_value - 1) // 2).map(lambda j: 2 * j + 1)
+
+
+def random_multilayer_network(
+    rng: np.random.Generator, d: int, p: int, N: int, heads: Sequence[int], r: int
+) -> MultiLayerWeights:
+    """A multi-layer theory network with Gaussian weights: widths d + p, heads[l] heads of rank r in layer l."""
+    width = d + p
+    layers = tuple(
+        AttentionLayer(
+            Q=rng.standard_normal((h, r, width)),
+            K=rng.standard_normal((h, r, width)),
+            V=rng.standard_normal((h, width, width)) / math.sqrt(width),
+        )
+        for h in heads
+    )
+    return MultiLayerWeights(
+        layers=layers,
+        context_codes=rng.standard_normal((N, p)),
+        query_code=rng.standard_normal(p),
+        readout=rng.standard_normal((d, width)),
+    )

@@ -7,30 +7,13 @@ import pytest
 
 from constructions.multilayer_layout import multilayer_from_tensors, multilayer_metadata, multilayer_tensors
 from constructions.weights_io import load_weights, save_weights
-from theory.multilayer import AttentionLayer, MultiLayerWeights, multilayer_forward
-
-
-def _random_network(rng, d, p, N, heads, r):
-    width = d + p
-    layers = tuple(
-        AttentionLayer(
-            Q=rng.standard_normal((h, r, width)),
-            K=rng.standard_normal((h, r, width)),
-            V=rng.standard_normal((h, width, width)) / math.sqrt(width),
-        )
-        for h in heads
-    )
-    return MultiLayerWeights(
-        layers=layers,
-        context_codes=rng.standard_normal((N, p)),
-        query_code=rng.standard_normal(p),
-        readout=rng.standard_normal((d, width)),
-    )
+from tests.strategies import random_multilayer_network
+from theory.multilayer import multilayer_forward
 
 
 def test_tensor_names_and_weight_files_round_trip_exactly(tmp_path):
     rng = np.random.default_rng(7)
-    weights = _random_network(rng, 3, 2, 2, [3, 1], 1)
+    weights = random_multilayer_network(rng, 3, 2, 2, [3, 1], 1)
     tensors = multilayer_tensors(weights)
     assert sorted(tensors) == sorted(
         ["context_codes", "query_code", "readout"] + [f"layers.{i}.{m}" for i in (0, 1) for m in "QKV"]
@@ -58,7 +41,7 @@ def test_tensor_names_and_weight_files_round_trip_exactly(tmp_path):
 
 
 def test_bad_tensor_names_are_named():
-    weights = _random_network(np.random.default_rng(0), 3, 1, 2, [2], 1)
+    weights = random_multilayer_network(np.random.default_rng(0), 3, 1, 2, [2], 1)
     tensors = multilayer_tensors(weights)
     with pytest.raises(ValueError, match="unexpected"):
         multilayer_from_tensors({**tensors, "layers.5.Q": np.zeros((1, 1, 4))})

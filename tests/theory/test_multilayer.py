@@ -7,29 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.strategies import dimension_and_rank, dimensions, seeds, temperatures
+from tests.strategies import dimension_and_rank, dimensions, random_multilayer_network, seeds, temperatures
 from theory.attention import multihead_attention
 from theory.multilayer import AttentionLayer, MultiLayerWeights, multilayer_forward, multilayer_streams
 
 temperature_or_hardmax = st.one_of(st.just(math.inf), temperatures(0.1, 100.0))
-
-
-def _random_network(rng, d, p, N, heads, r):
-    width = d + p
-    layers = tuple(
-        AttentionLayer(
-            Q=rng.standard_normal((h, r, width)),
-            K=rng.standard_normal((h, r, width)),
-            V=rng.standard_normal((h, width, width)) / math.sqrt(width),
-        )
-        for h in heads
-    )
-    return MultiLayerWeights(
-        layers=layers,
-        context_codes=rng.standard_normal((N, p)),
-        query_code=rng.standard_normal(p),
-        readout=rng.standard_normal((d, width)),
-    )
 
 
 def _naive_forward(weights, X, y, temperature, update):
@@ -92,7 +74,7 @@ def test_one_layer_without_scratch_reduces_to_multihead_attention(dr, h, N, seed
 )
 def test_matches_a_naive_loop_of_the_documented_semantics(d, p, N, heads, r, seed, T, update):
     rng = np.random.default_rng(seed)
-    weights = _random_network(rng, d, p, N, heads, min(r, d + p))
+    weights = random_multilayer_network(rng, d, p, N, heads, min(r, d + p))
     X, y = rng.standard_normal((3, N, d)), rng.standard_normal((3, d))
     got = multilayer_forward(weights, X, y, temperature=T, update=update)
     want = _naive_forward(weights, X, y, T, update)
@@ -101,7 +83,7 @@ def test_matches_a_naive_loop_of_the_documented_semantics(d, p, N, heads, r, see
 
 def test_update_modes_differ_and_query_mode_keeps_the_context_streams():
     rng = np.random.default_rng(3)
-    weights = _random_network(rng, 3, 2, 3, [2, 2], 1)
+    weights = random_multilayer_network(rng, 3, 2, 3, [2, 2], 1)
     X, y = rng.standard_normal((4, 3, 3)), rng.standard_normal((4, 3))
     _, context = multilayer_streams(weights, X, y, temperature=2.0, update="query")
     start = np.concatenate([X, np.broadcast_to(weights.context_codes, (4, 3, 2))], axis=2)
@@ -127,7 +109,7 @@ def test_hardmax_ties_split_evenly():
 
 def test_batching_does_not_change_the_output():
     rng = np.random.default_rng(5)
-    weights = _random_network(rng, 3, 1, 2, [3, 1], 1)
+    weights = random_multilayer_network(rng, 3, 1, 2, [3, 1], 1)
     X, y = rng.standard_normal((11, 2, 3)), rng.standard_normal((11, 3))
     np.testing.assert_allclose(
         multilayer_forward(weights, X, y, batch_size=1), multilayer_forward(weights, X, y), rtol=0, atol=1e-13
@@ -136,7 +118,7 @@ def test_batching_does_not_change_the_output():
 
 def test_invalid_inputs_name_the_problem():
     rng = np.random.default_rng(0)
-    weights = _random_network(rng, 3, 1, 2, [2], 1)
+    weights = random_multilayer_network(rng, 3, 1, 2, [2], 1)
     X, y = rng.standard_normal((2, 2, 3)), rng.standard_normal((2, 3))
     with pytest.raises(ValueError, match="N, d"):
         multilayer_forward(weights, rng.standard_normal((2, 3, 3)), y)
