@@ -358,20 +358,21 @@ class RankedMultiheadAttention(nn.Module):
         sizes = [min(group, H - h0) * r for h0 in range(0, H, group)]  # rows of each group
         assert self.out_proj_weight is not None
         scale = self.temperature * self.score_scale
+        # The average over blocks, out = (1/c) sum_b O_b m_b + mean_b(bias_b), is folded into the output product:
+        # the (d, H r) output weights are scaled by 1/c (a weight-sized product, not an activation-sized one) and the
+        # mean bias is the product's own bias (addmm), so no extra pass over the (B, N, d) output remains.
+        out_weight = self.out_proj_weight if self.width == 1 else self.out_proj_weight * (1.0 / self.width)  # (d, H r)
+        out_bias = None if self.out_proj_bias is None else self.out_proj_bias.mean(dim=0)  # (d,)
         if len(sizes) == 1:  # one group (c <= block_chunk): one wide in-projection, nothing to split
             qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias).view(B, N, 3, H, r)  # (B, N, 3, H, r)
             q, k, v = (t.transpose(1, 2) for t in qkv.unbind(2))  # 3 x (B, H, N, r)
             mixed = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, scale=scale)  # (B, H, N, r)
-            single = F.linear(mixed.transpose(1, 2).reshape(B, N, H * r), self.out_proj_weight)  # (B, N, d)
-            single = single * (1.0 / self.width)
-            if self.out_proj_bias is not None:
-                single = single + self.out_proj_bias.mean(dim=0)  # (B, N, d)
-            return single
+            return F.linear(mixed.transpose(1, 2).reshape(B, N, H * r), out_weight, out_bias)  # (B, N, d)
         weights = [part.split(sizes) for part in self.in_proj_weight.view(3, H * r, d).unbind(0)]  # q, k, v rows
         biases = None
         if self.in_proj_bias is not None:
             biases = [part.split(sizes) for part in self.in_proj_bias.view(3, H * r).unbind(0)]
-        outputs = self.out_proj_weight.split(sizes, dim=1)  # each (d, h r)
+        outputs = out_weight.split(sizes, dim=1)  # each (d, h r), already scaled by 1/c
         flat = x.reshape(B * N, d)  # (B N, d)
         out: torch.Tensor | None = None
         for g, rows in enumerate(sizes):
@@ -383,14 +384,11 @@ class RankedMultiheadAttention(nn.Module):
             mixed = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, scale=scale)  # (B, h, N, r)
             mixed = mixed.transpose(1, 2).reshape(B * N, rows)  # (B N, h r)
             if out is None:
-                out = torch.mm(mixed, outputs[g].t())  # (B N, d)
+                out = F.linear(mixed, outputs[g], out_bias)  # (B N, d): the first group carries the mean bias
             else:
                 out = torch.addmm(out, mixed, outputs[g].t())  # (B N, d): accumulated in place of a separate add
         assert out is not None
-        out = out.view(B, N, d) * (1.0 / self.width)
-        if self.out_proj_bias is not None:
-            out = out + self.out_proj_bias.mean(dim=0)  # (B, N, d)
-        return out
+        return out.view(B, N, d)  # (B, N, d)
 
     def _mix(
         self, q: torch.Tensor, k: torch.Tensor, values: torch.Tensor, score_bias: torch.Tensor | None
