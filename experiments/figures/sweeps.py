@@ -17,6 +17,7 @@ Each figure kind of `experiments.sweeps.presets` maps to a drawing function ``(r
 from __future__ import annotations
 
 import math
+import textwrap
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -91,14 +92,18 @@ def _ticks(ax: Axes, values: Sequence[float], labels: Mapping[float, str] | None
 
 def plain_log_labels(ax: Axes) -> None:
     """Label a log y axis with plain numbers (0.01, 0.1) instead of 10^-2; minor ticks 2, 3 and 5 x 10^k too when the
-    axis spans less than two decades (so a narrow axis still has readable labels)."""
+    axis spans less than two decades, and every minor tick when it spans less than a factor 4 (so that a narrow axis,
+    such as 0.6 to 0.9, still has readable labels)."""
 
     def minor(value: float, _: object) -> str:
         low, high = ax.get_ylim()
         if value <= 0 or low <= 0 or high / low > 100:
             return ""
         mantissa = value / 10 ** math.floor(math.log10(value))
-        return f"{value:g}" if round(mantissa) in (2, 3, 5) and abs(mantissa - round(mantissa)) < 1e-6 else ""
+        if abs(mantissa - round(mantissa)) >= 1e-6:
+            return ""
+        labelled = range(2, 10) if high / low < 4 else (2, 3, 5)
+        return f"{value:g}" if round(mantissa) in labelled else ""
 
     ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     ax.yaxis.set_minor_formatter(FuncFormatter(minor))
@@ -178,11 +183,15 @@ def _line_figure(
     series_label: Callable[[Any], str] | None = None,
     paper: Sequence[PaperNumber] = (),
     logx: bool = True,
+    full_rank: str = "d",
 ) -> Path:
+    """Loss against ``x``, one line per ``series`` value, one panel per ``panel`` value. On a rank axis the rank
+    equal to the records' ``full_rank`` field (the token dimension d, or the model width for icl) is marked full."""
     keys = [k for k in (panel, series, x) if k is not None]
     spread = seed_spread(records, keys)
     panels = sorted({k[0] for k in spread}) if panel else [None]
     ds = [int(v) for v in _values(records, "d")]
+    full_ranks = [int(v) for v in _values(records, full_rank)]
     fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(4.4 * max(len(panels), 1), 3.8), squeeze=False)
     for ax, p in zip(axes[0], panels, strict=False):
         lines: dict[Any, list[tuple[float, float, float]]] = defaultdict(list)
@@ -213,7 +222,7 @@ def _line_figure(
         ax.set_yscale("log")
         plain_log_labels(ax)
         if xs:
-            labels = {float(d): f"{d}\n(full)" for d in ds} if x == "rank" and len(ds) == 1 else None
+            labels = {float(f): f"{f}\n(full)" for f in full_ranks} if x == "rank" and len(full_ranks) == 1 else None
             _ticks(ax, xs, labels)
         ax.set_xlabel(xlabel, fontsize=8)
         ax.set_ylabel("training MSE: best seed (line), seed range (band)", fontsize=7)
@@ -221,7 +230,8 @@ def _line_figure(
         ax.grid(True, which="both", alpha=0.3)
         if lines:
             ax.legend(fontsize=7)
-    fig.suptitle(f"{title}\n{parameter_line(records)}", fontsize=9)
+    width_chars = int(14 * fig.get_figwidth())  # about 14 characters of 9-point text per inch
+    fig.suptitle(f"{title}\n{textwrap.fill(parameter_line(records), width_chars)}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -320,6 +330,7 @@ def plot_icl(records: Sequence[Record], path: Path, title: str) -> Path:
         panel=None,
         xlabel="rank r (H = D / r heads, D = width)",
         series_label=lambda L: f"L={L}",
+        full_rank="embed_dim",
     )
 
 

@@ -4,7 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from experiments.figures.sweeps import DRAWS_PAPER_NUMBERS, FIGURES, _paper_x, parameter_line, plot_fig1
+import matplotlib.pyplot as plt
+import pytest
+from matplotlib.figure import Figure
+
+from experiments.figures import sweeps
+from experiments.figures.sweeps import (
+    DRAWS_PAPER_NUMBERS,
+    FIGURES,
+    _paper_x,
+    parameter_line,
+    plain_log_labels,
+    plot_fig1,
+    plot_icl,
+)
 from experiments.sweeps.presets import PaperNumber, get_preset
 
 
@@ -37,3 +50,25 @@ def test_fig1_with_paper_markers_and_bands(tmp_path: Path) -> None:
     path = plot_fig1(records, tmp_path / "f.png", "fig1 (quick)", paper=get_preset("fig1").paper)
     assert path.stat().st_size > 1000
     assert DRAWS_PAPER_NUMBERS <= set(FIGURES)
+
+
+def test_a_narrow_log_axis_labels_every_minor_tick() -> None:
+    """0.6 to 0.9 holds no 1, 2, 3 or 5 x 10^k tick: its minor ticks 0.6 ... 0.9 are labelled instead."""
+    fig, ax = plt.subplots()
+    ax.set_yscale("log")
+    ax.set_ylim(0.6, 0.95)
+    plain_log_labels(ax)
+    fig.canvas.draw()
+    labels = {t.get_text() for t in ax.get_yticklabels(minor=True)} - {""}
+    plt.close(fig)
+    assert {"0.6", "0.7", "0.8", "0.9"} <= labels
+
+
+def test_icl_marks_the_model_width_as_full_rank(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-context regression runs have d = 8 tokens in a model of width D = 32: rank 32 is full, rank 8 is not."""
+    drawn: list[Figure] = []
+    monkeypatch.setattr(sweeps.plt, "close", drawn.append)
+    records = [_run(r, 0, 0.7, d=8, embed_dim=32, layers=2) for r in (32, 8, 2, 1)]
+    plot_icl(records, tmp_path / "icl.png", "icl (cpu)")
+    labels = [t.get_text() for t in drawn[0].axes[0].get_xticklabels()]
+    assert "32\n(full)" in labels and "8" in labels
