@@ -43,6 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from experiments.models.attention_cores import grouped_attention
 from theory.validation import check_choice, check_heads, check_int, check_rank, check_real, check_temperature
 
 VALUE_KINDS = ("standard", "full")
@@ -366,7 +367,7 @@ class RankedMultiheadAttention(nn.Module):
         if len(sizes) == 1:  # one group (c <= block_chunk): one wide in-projection, nothing to split
             qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias).view(B, N, 3, H, r)  # (B, N, 3, H, r)
             q, k, v = (t.transpose(1, 2) for t in qkv.unbind(2))  # 3 x (B, H, N, r)
-            mixed = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, scale=scale)  # (B, H, N, r)
+            mixed = grouped_attention(q, k, v, scale, self.causal)  # (B, H, N, r)
             return F.linear(mixed.transpose(1, 2).reshape(B, N, H * r), out_weight, out_bias)  # (B, N, d)
         weights = [part.split(sizes) for part in self.in_proj_weight.view(3, H * r, d).unbind(0)]  # q, k, v rows
         biases = None
@@ -381,7 +382,7 @@ class RankedMultiheadAttention(nn.Module):
                 F.linear(flat, weights[j][g], None if biases is None else biases[j][g]).view(B, N, h, r).transpose(1, 2)
                 for j in range(3)
             )  # 3 x (B, h, N, r)
-            mixed = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, scale=scale)  # (B, h, N, r)
+            mixed = grouped_attention(q, k, v, scale, self.causal)  # (B, h, N, r)
             mixed = mixed.transpose(1, 2).reshape(B * N, rows)  # (B N, h r)
             if out is None:
                 out = F.linear(mixed, outputs[g], out_bias)  # (B N, d): the first group carries the mean bias
