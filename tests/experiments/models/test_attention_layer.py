@@ -174,6 +174,27 @@ def test_averaged_torch_blocks_equal_one_module(d: int, r: int, c: int, causal: 
             torch.testing.assert_close(module(z, x), reference, rtol=0, atol=TOL)
 
 
+def test_one_head_blocks_run_one_block_per_group() -> None:
+    """r = d: the default groups hold one block each (no layout copy), and outputs and gradients still equal the
+    averaged stock blocks."""
+    d, c = 6, 3
+    blocks = random_blocks(d, d, c, seed=5)
+    module = RankedMultiheadAttention(d, d, width=c, dtype=f64)
+    assert module.block_chunk == 1 and RankedMultiheadAttention(d, 2, width=c).block_chunk == 4
+    module.load_torch_blocks(blocks)
+    x = torch.randn(4, 5, d, dtype=f64, generator=torch.Generator().manual_seed(2))
+    reference = sum(b(x, x, x, need_weights=False)[0] for b in blocks) / c
+    ours = module(x)
+    torch.testing.assert_close(ours, reference, rtol=0, atol=TOL)
+    reference.pow(3).sum().backward()
+    ours.pow(3).sum().backward()
+    assert module.in_proj_weight.grad is not None
+    for b, block in enumerate(blocks):
+        rows = slice(b * d, (b + 1) * d)
+        grad_in = module.in_proj_weight.grad.view(3, c * d, d)[:, rows].reshape(3 * d, d)
+        torch.testing.assert_close(grad_in, block.in_proj_weight.grad, rtol=0, atol=TOL * 10)
+
+
 @pytest.mark.parametrize("block_chunk", [1, 2, 4])
 def test_parameter_gradients_match_torch_blocks(block_chunk: int) -> None:
     """Parameter gradients of the averaged blocks equal ours, mapped block by block (so training dynamics agree), for
