@@ -368,15 +368,19 @@ class RankedMultiheadAttention(nn.Module):
         # mean bias is the product's own bias (addmm), so no extra pass over the (B, N, d) output remains.
         out_weight = self.out_proj_weight if self.width == 1 else self.out_proj_weight * (1.0 / self.width)  # (d, H r)
         out_bias = None if self.out_proj_bias is None else self.out_proj_bias.mean(dim=0)  # (d,)
+        # Likewise the score scale is folded into the query rows of the in-projection (and their biases), so the
+        # attention core receives pre-scaled queries and makes no pass of its own to scale them.
+        row_scale = torch.tensor([scale, 1.0, 1.0], dtype=x.dtype, device=x.device)  # (3,): q, k, v rows
+        in_weight = self.in_proj_weight.view(3, H * r, d) * row_scale[:, None, None]  # (3, H r, d)
+        in_bias = None if self.in_proj_bias is None else self.in_proj_bias.view(3, H * r) * row_scale[:, None]
         if len(sizes) == 1:  # one group (c <= block_chunk): one wide in-projection, nothing to split
-            qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias).view(B, N, 3, H, r)  # (B, N, 3, H, r)
+            flat_bias = None if in_bias is None else in_bias.view(3 * H * r)  # (3 H r,)
+            qkv = F.linear(x, in_weight.view(3 * H * r, d), flat_bias).view(B, N, 3, H, r)  # (B, N, 3, H, r)
             q, k, v = (t.transpose(1, 2) for t in qkv.unbind(2))  # 3 x (B, H, N, r)
-            mixed = grouped_attention(q, k, v, scale, self.causal)  # (B, H, N, r)
+            mixed = grouped_attention(q, k, v, 1.0, self.causal)  # (B, H, N, r)
             return F.linear(mixed.transpose(1, 2).reshape(B, N, H * r), out_weight, out_bias)  # (B, N, d)
-        weights = [part.split(sizes) for part in self.in_proj_weight.view(3, H * r, d).unbind(0)]  # q, k, v rows
-        biases = None
-        if self.in_proj_bias is not None:
-            biases = [part.split(sizes) for part in self.in_proj_bias.view(3, H * r).unbind(0)]
+        weights = [part.split(sizes) for part in in_weight.unbind(0)]  # q (scaled), k, v rows of each group
+        biases = None if in_bias is None else [part.split(sizes) for part in in_bias.unbind(0)]
         outputs = out_weight.split(sizes, dim=1)  # each (d, h r), already scaled by 1/c
         flat = x.reshape(B * N, d)  # (B N, d)
         out: torch.Tensor | None = None
@@ -386,7 +390,7 @@ class RankedMultiheadAttention(nn.Module):
                 F.linear(flat, weights[j][g], None if biases is None else biases[j][g]).view(B, N, h, r).transpose(1, 2)
                 for j in range(3)
             )  # 3 x (B, h, N, r)
-            mixed = grouped_attention(q, k, v, scale, self.causal)  # (B, h, N, r)
+            mixed = grouped_attention(q, k, v, 1.0, self.causal)  # (B, h, N, r): queries already scaled
             mixed = mixed.transpose(1, 2).reshape(B * N, rows)  # (B N, h r)
             if out is None:
                 out = F.linear(mixed, outputs[g], out_bias)  # (B N, d): the first group carries the mean bias

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 
 def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: bool) -> torch.Tensor:
     """softmax(scale q k^T) v with explicit products: q (..., Nq, r), k (..., N, r), v (..., N, e) -> (..., Nq, e)."""
-    scores = torch.matmul(q * scale, k.transpose(-1, -2))  # (..., Nq, N)
+    scores = torch.matmul(q if scale == 1.0 else q * scale, k.transpose(-1, -2))  # (..., Nq, N)
     if causal:
         Nq, N = scores.shape[-2:]
         future = torch.ones(Nq, N, dtype=torch.bool, device=scores.device).triu_(1)  # (Nq, N): key j > query i
