@@ -18,19 +18,17 @@ config). A damaged or foreign store is refused (`experiments.sweeps.store.StoreE
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-from tqdm import tqdm
 
 from experiments.config import TrainConfig
 from experiments.sweeps.backends import run_tasks
 from experiments.sweeps.presets import RunSpec, get_preset, spec_kind, with_overrides
 from experiments.sweeps.store import DONE_STATUSES, ResultsStore, StoreError
 from experiments.sweeps.work import RunBatch, RunTask, WorkItem
+from experiments.training.progress import Progress
 from theory.validation import check_int
 
 STORE_NAME = "results.sqlite"
@@ -190,7 +188,7 @@ def run_sweep(
         address: Ray cluster address (backend "ray").
         overrides: TrainConfig fields replaced in every training run (e.g. {"steps": 10000}); recorded as part of
             each run's config (and hence of its hash).
-        progress: show a progress bar over runs (stderr).
+        progress: show progress over runs on stderr (a bar on a terminal, else a line every 10 s: training/progress).
         batch_seeds: train the runs that differ only in seed together in one process (stacked parameters,
             `experiments.training.loop.train_batched`; for GPUs; no mid-run checkpoints, so a killed batch restarts).
         rebuild: first rebuild the store from the runs' files (:func:`rebuild_store`; a damaged store is moved
@@ -213,13 +211,8 @@ def run_sweep(
         store.register(preset, scale, entries)
         done = store.done_keys()
         tasks = [RunTask(key, kind, spec, str(out / RUNS_DIR / key)) for key, kind, spec in entries if key not in done]
-        bar = tqdm(
-            total=len(entries),
-            initial=len(entries) - len(tasks),
-            desc=f"{preset}/{scale}",
-            unit="run",
-            disable=not progress,
-            file=sys.stderr,
+        bar = Progress(
+            len(entries), initial=len(entries) - len(tasks), desc=f"{preset}/{scale}", enabled=progress, unit="run"
         )
         with bar:
             for task in tasks:

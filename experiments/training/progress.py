@@ -96,6 +96,15 @@ class Progress:
         self.done += n
         self.bar.update(n)
 
+    def write(self, message: str) -> None:
+        """A message line (a failure, a warning) that does not break the bar or the progress lines."""
+        if self.bar.disable:
+            if self.lines:
+                self.stream.write(message + "\n")
+                self.stream.flush()
+        else:
+            self.bar.write(message, file=self.stream)
+
     def set_loss(self, loss: float) -> None:
         """The latest loss (shown on the bar and in the lines)."""
         self.loss = loss

@@ -145,7 +145,11 @@ def test_overrides_change_the_hash(tmp_path: Path) -> None:
         assert not smoke & {r.hash for r in store.rows()}
 
 
-def test_failed_run_is_recorded_and_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_run_is_recorded_and_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Failures are stored and retried; on a non-terminal stderr the sweep prints one line per failure and a final
+    progress line (training/progress.py), with no carriage returns."""
     calls = {"n": 0}
 
     def broken(spec: dict, run_dir: Path) -> dict:
@@ -153,8 +157,11 @@ def test_failed_run_is_recorded_and_retried(tmp_path: Path, monkeypatch: pytest.
         raise RuntimeError("boom")
 
     monkeypatch.setattr(execute, "_train_run", broken)
-    summary = run_sweep("smoke", "quick", tmp_path, workers=1, progress=False, overrides={"steps": 5})
+    summary = run_sweep("smoke", "quick", tmp_path, workers=1, progress=True, overrides={"steps": 5})
     assert summary["failed"] == 6 and calls["n"] == 6
+    err = capsys.readouterr().err
+    assert err.count(": boom") == 6 and "\r" not in err
+    assert err.splitlines()[-1].startswith("smoke/quick: run 6/6 (100.0%), ")
     with ResultsStore(store_path(tmp_path)) as store:
         rows = store.rows()
         assert {r.status for r in rows} == {"failed"} and all("boom" in (r.error or "") for r in rows)

@@ -36,6 +36,19 @@ def test_lines_every_interval_and_a_last_one_on_a_non_terminal_stream() -> None:
     assert "\r" not in stream.getvalue()
 
 
+def test_messages_go_between_the_lines_and_not_when_disabled() -> None:
+    stream = io.StringIO()
+    with Progress(4, desc="sweep", stream=stream, interval=60.0, unit="run") as progress:
+        progress.write("run abc failed: boom")
+        progress.update(4)
+    assert stream.getvalue().splitlines()[0] == "run abc failed: boom"
+    assert stream.getvalue().splitlines()[-1].startswith("sweep: run 4/4 (100.0%), ")
+    quiet = io.StringIO()
+    with Progress(4, stream=quiet, enabled=False) as progress:
+        progress.write("not shown")
+    assert quiet.getvalue() == ""
+
+
 def test_disabled_progress_writes_nothing_and_the_interval_is_validated() -> None:
     stream = io.StringIO()
     with Progress(10, stream=stream, interval=0.01, enabled=False) as progress:
