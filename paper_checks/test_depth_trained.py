@@ -29,10 +29,9 @@ from typing import Any
 import pytest
 import torch
 
-from experiments.config import TrainConfig, TrainResult
-from experiments.sweeps.backends import run_local
+from experiments.config import TrainConfig
+from experiments.sweeps.backends import train_configs
 from experiments.sweeps.claims import Grade, depth_trained
-from experiments.sweeps.work import RunTask
 from experiments.tasks import estimate_task_error
 from experiments.training.run import load_trained_model
 from theory.bounds import rank_lower_bound
@@ -73,12 +72,9 @@ def _config(layers: int) -> TrainConfig:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str, Any]]:
     root = tmp_path_factory.mktemp("depth_trained")
     jobs = [(_config(L), root / f"L{L}") for L in (2, 1)]
-    tasks = [RunTask(c.config_hash(), "train", c.to_dict(), str(out)) for c, out in jobs]
-    outcomes = {o.key: o for o in run_local(tasks, workers=2)}
-    assert all(o.ok for o in outcomes.values()), [o.error for o in outcomes.values()]
+    results = train_configs(jobs, workers=2)
     out: dict[int, dict[str, Any]] = {}
-    for config, run_dir in jobs:
-        result = TrainResult.from_dict(outcomes[config.config_hash()].metrics)
+    for (config, run_dir), result in zip(jobs, results, strict=True):
         assert not result.diverged
         _, task, model = load_trained_model(run_dir)
         estimate = estimate_task_error(model, task, EVAL_SAMPLES, torch.Generator().manual_seed(EVAL_SEED))

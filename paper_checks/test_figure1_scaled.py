@@ -37,10 +37,9 @@ import pytest
 import torch
 
 from experiments.analysis.trained import analyze_layer, attention_layers
-from experiments.config import TrainConfig, TrainResult
-from experiments.sweeps.backends import run_local
+from experiments.config import TrainConfig
+from experiments.sweeps.backends import train_configs
 from experiments.sweeps.claims import Grade, fig1
-from experiments.sweeps.work import RunTask
 from experiments.tasks import estimate_task_error
 from experiments.training.run import build_run, load_trained_model
 
@@ -65,18 +64,9 @@ BASE = TrainConfig(
 )
 
 
-def _train_all(jobs: list[tuple[TrainConfig, Path]]) -> list[TrainResult]:
-    """Train every (config, run directory) job on the sweeps' local pool (2 workers), results in job order."""
-    tasks = [RunTask(config.config_hash(), "train", config.to_dict(), str(out_dir)) for config, out_dir in jobs]
-    outcomes = {outcome.key: outcome for outcome in run_local(tasks, workers=2)}
-    failed = [outcome.error for outcome in outcomes.values() if not outcome.ok]
-    assert not failed, failed
-    return [TrainResult.from_dict(outcomes[task.key].metrics) for task in tasks]
-
-
 def _train_ranks(ranks: tuple[int, ...], root: Path) -> dict[int, dict[str, Any]]:
     jobs = [(TrainConfig.from_dict({**BASE.to_dict(), "rank": r}), root / f"r{r}") for r in ranks]
-    results = _train_all(jobs)
+    results = train_configs(jobs, workers=2)
     runs = {}
     for (config, out_dir), result in zip(jobs, results, strict=True):
         assert not result.diverged, f"rank {config.rank} diverged"

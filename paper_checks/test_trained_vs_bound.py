@@ -26,11 +26,10 @@ from typing import Any
 import pytest
 
 from experiments.analysis.trained import trained_vs_bound
-from experiments.config import TrainConfig, TrainResult
+from experiments.config import TrainConfig
 from experiments.figures.trained import plot_trained_vs_bound
-from experiments.sweeps.backends import run_local
+from experiments.sweeps.backends import train_configs
 from experiments.sweeps.claims import no_model_beats_bound
-from experiments.sweeps.work import RunTask
 from experiments.training.run import load_trained_model
 from theory.bounds import rank_lower_bound
 
@@ -62,21 +61,12 @@ def _config(d: int, r: int, width: int) -> TrainConfig:
     )
 
 
-def _train_all(jobs: list[tuple[TrainConfig, Path]]) -> list[TrainResult]:
-    """Train every (config, run directory) job on the sweeps' local pool (2 workers), results in job order."""
-    tasks = [RunTask(config.config_hash(), "train", config.to_dict(), str(out_dir)) for config, out_dir in jobs]
-    outcomes = {outcome.key: outcome for outcome in run_local(tasks, workers=2)}
-    failed = [outcome.error for outcome in outcomes.values() if not outcome.ok]
-    assert not failed, failed
-    return [TrainResult.from_dict(outcomes[task.key].metrics) for task in tasks]
-
-
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[int, int, int], dict[str, Any]]:
     root = tmp_path_factory.mktemp("trained_vs_bound")
     cases = (*CASES, (8, 8, 1))  # the last one is the full-rank negative control
     jobs = [(_config(d, r, c), root / f"d{d}_r{r}_c{c}") for d, r, c in cases]
-    _train_all(jobs)
+    train_configs(jobs, workers=2)
     reports = {}
     for (d, r, c), (_, out_dir) in zip(cases, jobs, strict=True):
         config, task, model = load_trained_model(Path(out_dir))

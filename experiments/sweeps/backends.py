@@ -18,9 +18,11 @@ import socket
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from multiprocessing import get_context
+from pathlib import Path
 from types import ModuleType
 
-from experiments.sweeps.work import RunBatch, RunOutcome, WorkItem
+from experiments.config import TrainConfig, TrainResult
+from experiments.sweeps.work import RunBatch, RunOutcome, RunTask, WorkItem
 from theory.validation import check_choice, check_int
 
 BACKENDS = ("local", "ray")
@@ -76,6 +78,20 @@ def run_local(tasks: Sequence[WorkItem], workers: int) -> Iterator[RunOutcome]:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 yield from future.result()
+
+
+def train_configs(jobs: Sequence[tuple[TrainConfig, Path]], workers: int) -> list[TrainResult]:
+    """Train every (config, run directory) job on the local pool; results in job order.
+
+    Raises:
+        RuntimeError: naming every run that failed (after all of them have run).
+    """
+    tasks = [RunTask(config.config_hash(), "train", config.to_dict(), str(out_dir)) for config, out_dir in jobs]
+    outcomes = {outcome.key: outcome for outcome in run_local(tasks, workers=workers)}
+    failed = [f"{key[:12]}: {outcome.error}" for key, outcome in outcomes.items() if not outcome.ok]
+    if failed:
+        raise RuntimeError("training failed: " + "; ".join(failed))
+    return [TrainResult.from_dict(outcomes[task.key].metrics) for task in tasks]
 
 
 RAY_CONNECT_TIMEOUT = 5.0

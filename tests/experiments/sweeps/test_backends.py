@@ -107,3 +107,26 @@ def test_argument_validation() -> None:
     with pytest.raises(ValueError, match="address"):
         run_tasks([], "local", address="ray://x")
     assert threads_per_worker(1) == max(1, os.cpu_count() or 1)
+
+
+def test_train_configs_returns_results_in_job_order_and_names_failures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The paper checks' helper: results come back in job order; a failing run raises, naming its hash."""
+    from experiments.sweeps import execute
+    from experiments.sweeps.backends import train_configs
+
+    torch.set_num_threads(1)
+    configs = [
+        TrainConfig(d=4, N=2, rank=4, ffn_dim=8, steps=s, batch_size=8, log_every=2, device="cpu") for s in (6, 4)
+    ]
+    results = train_configs([(c, tmp_path / str(c.steps)) for c in configs], workers=1)
+    assert [r.steps for r in results] == [6, 4]
+
+    def broken(spec: dict, run_dir: Path) -> dict:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(execute, "_train_run", broken)
+    fresh = [(c, tmp_path / f"again{c.steps}") for c in configs]
+    with pytest.raises(RuntimeError, match=f"{configs[0].config_hash()[:12]}: .*boom"):
+        train_configs(fresh, workers=1)
