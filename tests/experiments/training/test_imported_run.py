@@ -1,0 +1,109 @@
+"""Tests of experiments/training/imported_run.py: a reference checkpoint becomes a run directory every reader accepts.
+
+The independent side is the reference forward of `tests.experiments.models.reference_checkpoints` (stock modules, the
+layout's description). A run directory stores the model in float32, so outputs are compared at float32's precision:
+every stored weight is rounded by at most eps32 / 2 relatively, and through two post-norm layers of width <= 8 the
+outputs (norm = the last scale, ~1) move by a few hundred eps32 at most.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from experiments.analysis.trained import analyze_run
+from experiments.config import TrainConfig
+from experiments.tasks import Batch, make_task
+from experiments.training.checkpoints import load_checkpoint
+from experiments.training.evaluation import evaluate_run
+from experiments.training.imported_run import IMPORT_RECORD, import_reference_encoder, write_imported_run
+from experiments.training.run import load_trained_model
+from tests.experiments.models.reference_checkpoints import random_reference_state, reference_forward
+
+EPS32 = float(torch.finfo(torch.float32).eps)
+FLOAT32_TOLERANCE = 512 * EPS32
+
+
+def _lightning_checkpoint(path: Path, state: dict[str, torch.Tensor]) -> Path:
+    """The reference's Lightning checkpoint: the weights under state_dict with the module prefix, plus loop state."""
+    torch.save(
+        {
+            "epoch": 4,
+            "global_step": 400,
+            "pytorch-lightning_version": "2.2.0",
+            "state_dict": {f"model.{k}": v.float() for k, v in state.items()},
+            "optimizer_states": [{"state": {}, "param_groups": [{"lr": 0.01, "params": []}]}],
+            "lr_schedulers": [],
+            "hyper_parameters": {"lr": 0.01, "scale_batch": False},
+        },
+        path,
+    )
+    return path
+
+
+def test_an_imported_checkpoint_is_a_run_whose_model_is_the_reference(tmp_path: Path) -> None:
+    state = random_reference_state(d=4, num_heads=2, width=2, layers=2, ffn_dim=6, positional_dim=2, max_length=5)
+    source = _lightning_checkpoint(tmp_path / "last.ckpt", state)
+    run = import_reference_encoder(source, tmp_path / "run", num_heads=2, task="farthest")
+    assert sorted(p.name for p in run.out_dir.iterdir()) == ["checkpoint.pt", "config.json", IMPORT_RECORD]
+    assert (run.config.N, run.config.heads, run.config.rank, run.config.positional) == (5, 4, 3, "concat")
+    config, task, model = load_trained_model(run.out_dir)
+    assert config == run.config
+    stored = {k: v.float().double() for k, v in state.items()}  # the file's float32 weights, computed in float64
+    X = torch.randn(6, 4, 5, generator=torch.Generator().manual_seed(0), dtype=torch.float64)  # (B, d, N)
+    with torch.no_grad():
+        ours = model.network(X.permute(0, 2, 1).float()).permute(0, 2, 1).double()  # (B, d, N)
+        expected = reference_forward(stored, X, 2)
+    gap = float((ours - expected).abs().max())
+    print(f"float32 run directory vs float64 reference forward: {gap:.3g} (tolerance {FLOAT32_TOLERANCE:.3g})")
+    assert gap < FLOAT32_TOLERANCE
+    checkpoint = load_checkpoint(run.out_dir / "checkpoint.pt")  # digest, step, stats verified
+    assert checkpoint["step"] == 0 and checkpoint["optimizer"]["state"] == {}
+    record = json.loads((run.out_dir / IMPORT_RECORD).read_text())
+    assert record["container"] == "Lightning checkpoint" and record["prefix"] == "model."
+    assert record["inferred"]["N"] == 5 and record["given"]["N"] is None
+
+
+def test_the_task_error_of_the_run_is_the_reference_forwards_error(tmp_path: Path) -> None:
+    """`train --eval-only` (evaluate_run) scores the same samples as the reference forward, to float32 precision."""
+    state = random_reference_state(d=4, num_heads=2, width=1, layers=1, ffn_dim=8, seed=5)
+    source = tmp_path / "weights.pt"
+    torch.save(state, source)
+    run = import_reference_encoder(source, tmp_path / "run", num_heads=2, task="nearest", N=2, keys="orthonormal")
+    n, seed = 512, 7
+    evaluation = evaluate_run(run.config, run.out_dir, samples=n, seed=seed)
+    assert (evaluation["step"], evaluation["source"], evaluation["n_samples"]) == (0, "checkpoint", n)
+    batch = run_task_batch(run.config, n, seed)
+    with torch.no_grad():
+        outputs = reference_forward({k: v.float().double() for k, v in state.items()}, batch.tokens.permute(0, 2, 1), 2)
+    errors = (outputs.permute(0, 2, 1)[:, -1, :] - batch.target).pow(2).sum(dim=-1)  # (n,): the query token's answer
+    print(f"eval-only mse {evaluation['mse']!r}, reference forward on the same samples {float(errors.mean())!r}")
+    assert abs(evaluation["mse"] - float(errors.mean())) < FLOAT32_TOLERANCE * max(1.0, float(errors.mean()))
+    report = analyze_run(run.out_dir, n_samples=n, seed=seed)
+    assert report["task_error"]["error"] == evaluation["mse"]  # same sampler, same seed, same batches
+    assert report["theorem2"]["bound_applies"] is False and report["run"]["imported_from"].startswith("reference")
+
+
+def run_task_batch(config: TrainConfig, n: int, seed: int) -> Batch:
+    """The one batch evaluate_run draws for ``n`` <= its batch size (fresh sampler seeded with ``seed``)."""
+    task = make_task(config.task, config.d, config.N, config.keys)
+    return task.sample(n, torch.Generator().manual_seed(seed))
+
+
+def test_an_import_never_overwrites_and_leaves_nothing_on_refusal(tmp_path: Path) -> None:
+    state = random_reference_state(d=4, num_heads=2)
+    torch.save(state, tmp_path / "weights.pt")
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not an empty directory"):
+        import_reference_encoder(tmp_path / "weights.pt", tmp_path / "taken", num_heads=2, task="farthest", N=3)
+    with pytest.raises(ValueError, match="num_heads must divide"):
+        import_reference_encoder(tmp_path / "weights.pt", tmp_path / "new", num_heads=3, task="farthest", N=3)
+    run = import_reference_encoder(tmp_path / "weights.pt", tmp_path / "new", num_heads=2, task="farthest", N=3)
+    with pytest.raises(ValueError, match="model_state does not fit"):
+        write_imported_run(run.config, {"network.bogus": torch.zeros(1)}, tmp_path / "other", {})
+    leftovers = sorted(p.name for p in tmp_path.iterdir())
+    assert leftovers == ["new", "taken", "weights.pt"], leftovers  # no staging directory, no half-written run
