@@ -13,8 +13,9 @@ temperature s is the score scale alone). We report per head and for the sum over
 - numerical rank: singular values above sigma_max * D * eps(float64) (numpy.linalg.matrix_rank's default); a product
   of rank-r maps has numerical rank <= r.
 
-The trained error of a one-layer model on Theorem 2's own task (nearest, N = 2, D_2 keys) is a fresh Monte Carlo
-estimate with its standard error, reported next to ``theory.bounds.rank_lower_bound(d, r, H)``. For an in-context
+Every run gets a fresh Monte Carlo error on its own task (``task_error``: the training loss's per-sample error, with
+its standard error). The trained error of a one-layer model on Theorem 2's own task (nearest, N = 2, D_2 keys) is
+that estimate, reported next to ``theory.bounds.rank_lower_bound(d, r, H)``. For an in-context
 regression run the error against the number of in-context examples is reported for the model and for the
 least-squares and averaging baselines, on the same fresh samples. The bound holds for
 every H-head rank-r generalized attention, i.e. for query-to-context models whose output is sum_h sum_i w_hi V_h x_i
@@ -24,6 +25,7 @@ outside that class, so for it the comparison is reported as "bound_applies": fal
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ import torch
 
 from experiments.models.attention import RankedMultiheadAttention
 from experiments.tasks import AveragingBaseline, LeastSquaresBaseline, LinearRegressionTask, estimate_task_error
+from experiments.training.imported_run import IMPORT_RECORD
 from experiments.training.run import load_trained_model
 from theory.bounds import rank_lower_bound
 from theory.monte_carlo import DEFAULT_Z, MeanAccumulator
@@ -214,6 +217,43 @@ def icl_error_curves(
     return curves
 
 
+def task_error(task: Any, model: torch.nn.Module, n_samples: int = 100_000, seed: int = 12345) -> dict[str, Any]:
+    """Fresh Monte Carlo error of a model on its own task (the training loss's per-sample error, `experiments.tasks`).
+
+    Args:
+        task: the run's task.
+        model: the model (eval mode).
+        n_samples: Monte Carlo sample size (>= 2).
+        seed: seed of the evaluation sampler (independent of the training stream).
+
+    Returns:
+        dict: task, error (mean), error_stderr, n_samples, seed.
+    """
+    n_samples = check_int("n_samples", n_samples, minimum=2)
+    device = next(model.parameters()).device
+    estimate = estimate_task_error(
+        model, task, n_samples, torch.Generator().manual_seed(seed), batch_size=8192, device=device
+    )
+    return {
+        "task": task.name,
+        "error": estimate.mean,
+        "error_stderr": estimate.stderr,
+        "n_samples": estimate.n_samples,
+        "seed": seed,
+    }
+
+
+def imported_source(path: Path) -> str:
+    """One line naming what an imported run was read from (its import.json: format and source file), checked."""
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a readable import record ({exc})") from exc
+    if not isinstance(record, dict) or not all(isinstance(record.get(k), str) for k in ("format", "source")):
+        raise ValueError(f"{path}: field format or source is missing or not text; not an import record")
+    return f"{record['format']}: {record['source']}"
+
+
 def analyze_run(out_dir: Path, n_samples: int = 100_000, seed: int = 12345) -> dict[str, Any]:
     """Analyse a run directory: attention layers and, for Theorem 2's task, trained error vs bound.
 
@@ -223,7 +263,9 @@ def analyze_run(out_dir: Path, n_samples: int = 100_000, seed: int = 12345) -> d
         seed: evaluation sampler seed.
 
     Returns:
-        dict with "run" (config summary), "layers" (per layer: sum and per-head summaries) and optionally "theorem2".
+        dict with "run" (config summary; "imported_from" for a run of `attnrank import`), "layers" (per layer: sum
+        and per-head summaries), "task_error" (fresh Monte Carlo error on the run's task) and, where they apply,
+        "theorem2" and "icl".
     """
     config, task, model = load_trained_model(Path(out_dir))
     report: dict[str, Any] = {
@@ -239,8 +281,17 @@ def analyze_run(out_dir: Path, n_samples: int = 100_000, seed: int = 12345) -> d
         },
         "layers": [analyze_layer(layer) for layer in attention_layers(model)],
     }
+    imported = Path(out_dir) / IMPORT_RECORD
+    if imported.is_file():
+        report["run"]["imported_from"] = imported_source(imported)
     if theorem2_applicable(config):
-        report["theorem2"] = trained_vs_bound(config, task, model, n_samples=n_samples, seed=seed)
+        bound = trained_vs_bound(config, task, model, n_samples=n_samples, seed=seed)
+        report["theorem2"] = bound
+        # The same samples (same seed and batches) as task_error would draw: reuse them.
+        error_keys = ("error", "error_stderr", "n_samples")
+        report["task_error"] = {"task": task.name, **{k: bound[k] for k in error_keys}, "seed": seed}
+    else:
+        report["task_error"] = task_error(task, model, n_samples=n_samples, seed=seed)
     if config.task == "icl":
         predictors = {"model": model, "least_squares": LeastSquaresBaseline(), "averaging": AveragingBaseline()}
         report["icl"] = icl_error_curves(predictors, task, n_samples=min(n_samples, 20_000), seed=seed)

@@ -11,6 +11,9 @@ from experiments.cli.output import emit
 from experiments.json_files import jsonable, write_json
 from theory.validation import check_int
 
+HEAD_ROWS = 32
+"""Heads per layer printed without --per-head (the JSON output and analysis.json always hold every head)."""
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -22,14 +25,38 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "rank. For a one-layer run on task nearest with N = 2 and orthonormal keys (Theorem 2's setting) also a "
         "fresh Monte Carlo error (mean, standard error) next to theory.bounds.rank_lower_bound(d, r, H); for an icl "
         "run the error against the number of in-context examples, next to the least-squares and averaging baselines. "
-        "Writes DIR/analysis.json.",
+        "Every run also gets a fresh Monte Carlo error on its own task. Text output: per layer the summed form, then "
+        "one line per head (angle to +-I, effective and numerical rank, norm). Writes DIR/analysis.json.",
     )
-    parser.add_argument("run_dir", type=path_argument, metavar="DIR", help="run directory written by `attnrank train`")
+    parser.add_argument(
+        "run_dir",
+        type=path_argument,
+        metavar="DIR",
+        help="run directory written by `attnrank train` or `attnrank import`",
+    )
     parser.add_argument("--samples", type=int, default=100_000, help="Monte Carlo samples (default %(default)s)")
     parser.add_argument("--seed", type=int, default=12345, help="evaluation sampler seed (default %(default)s)")
-    parser.add_argument("--per-head", action="store_true", help="also print every head (text output)")
+    parser.add_argument(
+        "--per-head",
+        action="store_true",
+        help=f"print every head of every layer (text output; by default the first {HEAD_ROWS} of each layer)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
+
+
+def print_head_table(layer: int, heads: list[dict], *, everything: bool) -> None:
+    """One line per head of ``layer``: angle of M_h to +I and -I, effective and numerical rank, Frobenius norm."""
+    shown = heads if everything else heads[:HEAD_ROWS]
+    print(f"layer {layer}, per head: score form M_h = s Q_h^T K_h")
+    print(f"  {'head':>5}  {'angle to I':>10}  {'angle to -I':>11}  {'eff. rank':>9}  {'num. rank':>9}  {'|M|_F':>10}")
+    for h, head in enumerate(shown):
+        print(
+            f"  {h:>5}  {head['angle_to_I_deg']:>10.2f}  {head['angle_to_minus_I_deg']:>11.2f}  "
+            f"{head['effective_rank']:>9.3f}  {head['numerical_rank']:>9d}  {head['frobenius_norm']:>10.4g}"
+        )
+    if len(shown) < len(heads):
+        print(f"  ... {len(heads) - len(shown)} more heads (--per-head prints every head; --json holds them all)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,9 +75,9 @@ def run(args: argparse.Namespace) -> int:
         emit(
             layer["sum"], as_json=False, title=f"layer {index}: sum over {layer['heads']} heads of rank {layer['rank']}"
         )
-        if args.per_head:
-            for h, head in enumerate(layer["per_head"]):
-                emit(head, as_json=False, title=f"layer {index} head {h}")
+        print_head_table(index, layer["per_head"], everything=args.per_head)
+    error = report["task_error"]
+    emit(error, as_json=False, title=f"error on the task ({error['task']}; fresh Monte Carlo samples)")
     if "theorem2" in report:
         emit(report["theorem2"], as_json=False, title="trained error vs Theorem 2 lower bound")
     if "icl" in report:

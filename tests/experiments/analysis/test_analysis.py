@@ -148,3 +148,27 @@ def test_icl_run_reports_error_curves_next_to_the_baselines(tmp_path: Path) -> N
     assert max(curves["least_squares"]["error"][3:]) < 1e-12
     mean, se = curves["averaging"]["error"][2], curves["averaging"]["stderr"][2]
     assert abs(mean - (3 + 1) / 2) <= 4 * se  # (d + 1) / i at i = 2 examples
+
+
+def test_every_run_reports_its_error_on_its_own_task(tmp_path: Path) -> None:
+    """task_error is the mean per-sample error of the model on the seed's fresh samples (one batch here, so it can
+    be recomputed directly), with its standard error; the zero map's error on farthest (about 1) is the control."""
+    from experiments.analysis.trained import analyze_run
+    from experiments.tasks import ZeroBaseline, make_task
+    from experiments.training.loop import train
+    from experiments.training.run import load_trained_model
+
+    config = TrainConfig(task="farthest", d=4, N=3, rank=2, ffn_dim=8, steps=5, batch_size=8)
+    train(config, tmp_path, progress=False)
+    n, seed = 500, 3
+    report = analyze_run(tmp_path, n_samples=n, seed=seed)
+    error = report["task_error"]
+    _, task, model = load_trained_model(tmp_path)
+    batch = make_task("farthest", 4, 3).sample(n, torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        per_sample = task.error(model(batch.to("cpu")).double(), batch.target)  # (n,)
+    assert error["n_samples"] == n and "theorem2" not in report
+    assert error["error"] == pytest.approx(float(per_sample.mean()), rel=1e-6)
+    assert error["error_stderr"] == pytest.approx(float(per_sample.std() / n**0.5), rel=1e-3)
+    zero = task.error(ZeroBaseline()(batch), batch.target)  # (n,): ||x_far||^2 = 1 for every token
+    assert float(zero.mean()) == pytest.approx(1.0) and abs(error["error"] - 1.0) > 4 * error["error_stderr"]
