@@ -94,7 +94,8 @@ def error_message(exc: BaseException) -> str:
 
 
 def _command_modules() -> list[str]:
-    """Names of the subcommand modules (``min_heads`` implements ``attnrank min-heads``)."""
+    """Names of the subcommand modules (``min_heads`` implements ``attnrank min-heads``; ``import_``, a keyword's
+    command, ``attnrank import``)."""
     return sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
 
 
@@ -115,8 +116,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     names = _command_modules()
     if only == "":
         names = []
-    elif only is not None and only.replace("-", "_") in names:
-        names = [only.replace("-", "_")]
+    elif only is not None:
+        module = only.replace("-", "_")
+        module = module if module in names else module + "_"  # a keyword command: `attnrank import` is import_.py
+        if module in names:
+            names = [module]
     for name in names:
         importlib.import_module(f"{commands.__name__}.{name}").add_parser(subparsers)
     return parser

@@ -74,7 +74,7 @@ def check_import_target(out_dir: str | Path) -> Path:
         raise TypeError(f"out_dir must be a str or pathlib.Path, got {type(out_dir).__name__}")
     out = Path(out_dir)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ValueError(f"out_dir {str(out)!r} exists and is not an empty directory; import into a new directory")
+        raise ValueError(f"out_dir must be a new or empty directory (an import never overwrites), got {str(out)!r}")
     return out
 
 

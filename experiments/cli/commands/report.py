@@ -7,6 +7,7 @@ from pathlib import Path
 
 from experiments.cli.arguments import check_output_file, path_argument
 from experiments.cli.output import emit
+from experiments.reporting.run_report import is_run_directory, write_run_report
 from experiments.reporting.sweep_report import CSV_NAME, write_csv, write_report
 
 
@@ -18,9 +19,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "in the store its figure (DIR/<preset>-<scale>.png, the paper's axes and log scales), a table that puts "
         "our numbers beside the paper's (docs/paper.md section 6) graded per cell, each claim's grade (magnitude: the "
         "paper's ratio or gap is reached; direction: only the ordering holds; not reproduced), and every run's losses "
-        "and time. The store is opened read-only: the report never writes to it.",
+        "and time. The store is opened read-only: the report never writes to it. For a run directory (config.json, no "
+        "store: a run of `attnrank train` or `attnrank import`) it writes DIR/report.md from DIR/analysis.json (run "
+        "`attnrank analyze DIR` first): the error on the task, Theorem 2's bound where it was computed, the import's "
+        "source, and every head's score form.",
     )
-    parser.add_argument("out", type=path_argument, metavar="DIR", help="sweep directory")
+    parser.add_argument("out", type=path_argument, metavar="DIR", help="sweep directory, or a run directory")
     parser.add_argument(
         "--csv",
         action="store_true",
@@ -34,6 +38,12 @@ def run(args: argparse.Namespace) -> int:
     if not args.out.is_dir():
         raise ValueError(f"DIR: sweep directory not found: {args.out}")
     check_output_file(args.out / "report.md", "DIR")
+    if is_run_directory(args.out):
+        if args.csv:
+            raise ValueError("--csv applies to a sweep directory (DIR/results.sqlite), not to a run directory")
+        path = write_run_report(args.out)
+        emit({"report": str(path), "figures": []}, as_json=args.json, title=None if args.json else "report written")
+        return 0
     if args.csv:
         check_output_file(args.out / CSV_NAME, "DIR")
     report = write_report(args.out)

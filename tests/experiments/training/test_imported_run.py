@@ -98,7 +98,7 @@ def test_an_import_never_overwrites_and_leaves_nothing_on_refusal(tmp_path: Path
     torch.save(state, tmp_path / "weights.pt")
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "notes.txt").write_text("mine")
-    with pytest.raises(ValueError, match="not an empty directory"):
+    with pytest.raises(ValueError, match="out_dir must be a new or empty directory"):
         import_reference_encoder(tmp_path / "weights.pt", tmp_path / "taken", num_heads=2, task="farthest", N=3)
     with pytest.raises(ValueError, match="num_heads must divide"):
         import_reference_encoder(tmp_path / "weights.pt", tmp_path / "new", num_heads=3, task="farthest", N=3)

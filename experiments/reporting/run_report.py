@@ -1,0 +1,210 @@
+"""The report of one run directory: ``<run>/report.md`` from its config, its analysis and, if imported, its source.
+
+`attnrank report DIR` writes it when DIR is a run directory (``config.json``, no results store): a run of
+`attnrank train` or one written by `attnrank import`. It reads, and checks rather than trusts:
+
+- ``config.json`` (`experiments.training.run.read_config_file`);
+- ``analysis.json``, written by `attnrank analyze DIR` (required: the report draws no samples of its own); its
+  ``run`` entry must describe the same task, d, N, rank, heads and layers as the config, or it is refused as stale;
+- ``import.json`` when present (the source file, its sha256, what was inferred and given);
+- ``result.json`` when present (the training result; an imported run has none).
+
+The report states the error on the task with its standard error and sample size, Theorem 2's bound beside it where
+the analysis computed one, and per layer the summed score form and one row per head (angle to +-I, effective and
+numerical rank, Frobenius norm).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from experiments.config import TrainConfig
+from experiments.sweeps.runner import store_path
+from experiments.training.imported_run import IMPORT_RECORD
+from experiments.training.run import read_config_file
+
+ANALYSIS_NAME = "analysis.json"
+REPORT_NAME = "report.md"
+_RUN_FIELDS = ("task", "d", "N", "rank", "heads", "layers")
+_SUMMARY_FIELDS = ("angle_to_I_deg", "angle_to_minus_I_deg", "effective_rank", "numerical_rank", "frobenius_norm")
+
+
+def is_run_directory(out: Path | str) -> bool:
+    """Whether ``out`` is a run directory (config.json) rather than a sweep directory (results.sqlite)."""
+    out = Path(out)
+    return (out / "config.json").is_file() and not store_path(out).exists()
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not readable JSON ({exc})") from exc
+
+
+def _number(value: Any) -> float:
+    """A JSON number, or the strings "nan" / "inf" / "-inf" that experiments.json_files writes for them."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"expected a number, got {value!r}")
+    number = float(value)
+    if isinstance(value, str) and value not in ("nan", "inf", "-inf"):
+        raise ValueError(f"expected a number, got {value!r}")
+    return number
+
+
+def _check_summary(summary: Any, where: str, path: Path) -> dict[str, float]:
+    if not isinstance(summary, Mapping):
+        raise ValueError(f"{path}: field {where} must be an object")
+    try:
+        return {key: _number(summary[key]) for key in _SUMMARY_FIELDS}
+    except KeyError as exc:
+        raise ValueError(f"{path}: field {where}.{exc.args[0]} is missing") from exc
+    except ValueError as exc:
+        raise ValueError(f"{path}: field {where}: {exc}") from exc
+
+
+def read_analysis(run_dir: Path, config: TrainConfig) -> dict[str, Any]:
+    """``analysis.json`` of ``run_dir``, checked field by field and against the run's config."""
+    path = run_dir / ANALYSIS_NAME
+    if not path.is_file():
+        raise ValueError(f"{path} not found; run `attnrank analyze {run_dir}` first")
+    analysis = _read_json(path)
+    if not isinstance(analysis, dict) or not isinstance(analysis.get("run"), dict):
+        raise ValueError(f"{path}: field run is missing; not written by `attnrank analyze`")
+    for key in _RUN_FIELDS:
+        if analysis["run"].get(key) != getattr(config, key):
+            raise ValueError(
+                f"{path}: field run.{key} is {analysis['run'].get(key)!r} but the run's config has "
+                f"{getattr(config, key)!r}; stale analysis, run `attnrank analyze {run_dir}` again"
+            )
+    layers = analysis.get("layers")
+    if not isinstance(layers, list) or len(layers) != config.layers:
+        raise ValueError(f"{path}: field layers must list {config.layers} layer(s)")
+    for index, layer in enumerate(layers):
+        if not isinstance(layer, dict) or not isinstance(layer.get("per_head"), list):
+            raise ValueError(f"{path}: field layers[{index}].per_head is missing")
+        if len(layer["per_head"]) != config.heads:
+            raise ValueError(
+                f"{path}: field layers[{index}].per_head lists {len(layer['per_head'])} heads, not {config.heads}"
+            )
+        _check_summary(layer.get("sum"), f"layers[{index}].sum", path)
+        for h, head in enumerate(layer["per_head"]):
+            _check_summary(head, f"layers[{index}].per_head[{h}]", path)
+    error = analysis.get("task_error")
+    if not isinstance(error, dict):
+        raise ValueError(f"{path}: field task_error is missing (written by an older `attnrank analyze`; run it again)")
+    for key in ("error", "error_stderr", "n_samples"):
+        try:
+            _number(error.get(key))
+        except ValueError as exc:
+            raise ValueError(f"{path}: field task_error.{key}: {exc}") from exc
+    return analysis
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    return "nan" if math.isnan(value) else f"{value:.{digits}g}"
+
+
+def _layer_section(index: int, layer: Mapping[str, Any]) -> list[str]:
+    lines = [
+        f"### Layer {index}: {len(layer['per_head'])} heads of rank {layer.get('rank', '?')}",
+        "",
+        "| head | angle to I (deg) | angle to -I (deg) | effective rank | numerical rank | norm of M |",
+        "|---|---|---|---|---|---|",
+    ]
+    rows = [("sum", layer["sum"])] + [(str(h), head) for h, head in enumerate(layer["per_head"])]
+    for name, summary in rows:
+        cells = [_fmt(_number(summary[key]), 5) for key in _SUMMARY_FIELDS]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def write_run_report(run_dir: Path | str) -> Path:
+    """Write ``<run_dir>/report.md`` (see the module docstring); its path.
+
+    Args:
+        run_dir: a run directory holding config.json and analysis.json.
+
+    Returns:
+        the report's path.
+    """
+    run_dir = Path(run_dir)
+    config = read_config_file(run_dir / "config.json")
+    analysis = read_analysis(run_dir, config)
+    lines = [f"# attnrank run report: `{run_dir}`", ""]
+    lines += [
+        f"Model `{config.model}`, task `{config.task}` (d = {config.d}, N = {config.N}"
+        + (f", keys {config.keys}" if config.task == "nearest" else "")
+        + f"), {config.layers} layer(s) of H = {config.heads} heads of rank r = {config.rank} "
+        f"(width c = {config.width}), positional `{config.positional}`"
+        + (f" (p = {config.positional_dim})" if config.positional_dim else "")
+        + (f", feed-forward width {config.ffn_dim}" if config.model != "theory" else "")
+        + ".",
+        "",
+    ]
+    record_path = run_dir / IMPORT_RECORD
+    if record_path.is_file():
+        record = _read_json(record_path)
+        if not isinstance(record, dict) or not all(isinstance(record.get(k), str) for k in ("format", "source")):
+            raise ValueError(f"{record_path}: field format or source is missing or not text; not an import record")
+        lines += [
+            f"Imported with `attnrank import --from {record['format']}` from `{record['source']}` "
+            f"(sha256 `{record.get('source_sha256', '?')}`, {record.get('container', '?')}); nothing was trained here.",
+            "",
+        ]
+        notes = record.get("notes")
+        if isinstance(notes, list) and notes:
+            lines += [f"- {note}" for note in notes if isinstance(note, str)] + [""]
+    result_path = run_dir / "result.json"
+    if result_path.is_file():
+        result = _read_json(result_path)
+        if isinstance(result, dict):
+            shown = {k: result.get(k) for k in ("steps", "final_loss", "best_loss", "diverged")}
+            lines += ["Training: " + ", ".join(f"{k} {_fmt(v)}" for k, v in shown.items()) + ".", ""]
+    error = analysis["task_error"]
+    lines += [
+        "## Error on the task",
+        "",
+        f"{_fmt(_number(error['error']))} +- {_fmt(_number(error['error_stderr']), 2)} (one standard error; "
+        f"{int(_number(error['n_samples']))} fresh samples of `{config.task}`, seed {error.get('seed', '?')}).",
+        "",
+    ]
+    bound = analysis.get("theorem2")
+    if isinstance(bound, dict):
+        applies = bound.get("bound_applies")
+        lines += [
+            "## Theorem 2",
+            "",
+            "| d | r | H | error | + 4 s.e. | lower bound | bound applies | consistent |",
+            "|---|---|---|---|---|---|---|---|",
+            "| "
+            + " | ".join(
+                _fmt(bound.get(k))
+                for k in ("d", "r", "H", "error", "error_upper_4se", "bound_lower", "bound_applies", "consistent")
+            )
+            + " |",
+            "",
+            "The bound holds for every H-head rank-r generalized attention on nearest-neighbour retrieval with N = 2 "
+            "(D_2 keys)"
+            + (
+                "."
+                if applies
+                else "; this model (residual, norms, feed-forward) lies outside that class, so the "
+                "bound is shown for comparison, not as a constraint."
+            ),
+            "",
+        ]
+    lines += ["## Attention layers: score forms M_h = s Q_h^T K_h", ""]
+    for index, layer in enumerate(analysis["layers"]):
+        lines += _layer_section(index, layer)
+    report = run_dir / REPORT_NAME
+    report.write_text("\n".join(lines), encoding="utf-8")
+    return report
