@@ -22,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 
 from experiments.config import TrainConfig, TrainResult
-from experiments.sweeps.work import RunBatch, RunOutcome, RunTask, WorkItem
+from experiments.sweeps.work import RunBatch, RunOutcome, RunPack, RunTask, WorkItem
 from theory.validation import check_choice, check_int
 
 BACKENDS = ("local", "ray")
@@ -131,7 +131,7 @@ def run_ray(tasks: Sequence[WorkItem], address: str | None = None) -> Iterator[R
     gpu_task = ray.remote(num_gpus=1)(execute_item)
     refs = {}
     for task in tasks:
-        first = task.tasks[0] if isinstance(task, RunBatch) else task
+        first = task.tasks[0] if isinstance(task, (RunBatch, RunPack)) else task
         wants_gpu = first.kind == "train" and str(first.spec.get("device", "auto")).startswith("cuda")
         refs[(gpu_task if wants_gpu else cpu_task).remote(task)] = task
     while refs:
@@ -141,7 +141,7 @@ def run_ray(tasks: Sequence[WorkItem], address: str | None = None) -> Iterator[R
             try:
                 yield from ray.get(ref)
             except Exception as exc:  # noqa: BLE001 - a worker crash (not an exception inside the run)
-                members = task.tasks if isinstance(task, RunBatch) else (task,)
+                members = task.tasks if isinstance(task, (RunBatch, RunPack)) else (task,)
                 for member in members:
                     yield RunOutcome(member.key, False, error=f"ray task failed: {type(exc).__name__}: {exc}")
 

@@ -1,4 +1,4 @@
-"""What a sweep worker does: execute one run (or a batch of seed-only-different runs) in this process.
+"""What a sweep worker does: execute one run, a batch of seed-only-different runs, or a pack of runs in this process.
 
 A run is trained (`experiments.training.loop.train`; on Theorem 2's own task its fresh Monte Carlo error is measured
 beside the certified bound, `experiments.analysis.trained`) or, for kind "random-features", solved
@@ -26,12 +26,13 @@ import torch
 
 from constructions.random_features import prefix_errors, sample_heads
 from experiments.analysis.trained import theorem2_applicable, trained_vs_bound
-from experiments.config import TrainConfig
+from experiments.config import TrainConfig, TrainResult
 from experiments.json_files import write_json
 from experiments.sweeps.presets import RandomFeaturesSpec, spec_from_record
-from experiments.sweeps.work import RunBatch, RunOutcome, RunTask, WorkItem
+from experiments.sweeps.work import RunBatch, RunOutcome, RunPack, RunTask, WorkItem
 from experiments.tasks import estimate_task_error
 from experiments.training.loop import train, train_batched
+from experiments.training.packed import train_packed
 from experiments.training.provenance import provenance
 from experiments.training.run import load_trained_model
 
@@ -56,7 +57,11 @@ def run_directory_lock(run_dir: Path) -> Iterator[None]:
 
 def _train_run(spec: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     config = TrainConfig.from_dict(spec)
-    result = train(config, run_dir, progress=False)
+    return _with_evaluation(config, train(config, run_dir, progress=False), run_dir)
+
+
+def _with_evaluation(config: TrainConfig, result: TrainResult, run_dir: Path) -> dict[str, Any]:
+    """The run's metrics: its TrainResult, and for theory models on nearest neighbour a fresh Monte Carlo error."""
     metrics = result.to_dict()
     if config.model == "theory" and theorem2_applicable(config) and not result.diverged:
         # Theorem 2's own task: a fresh Monte Carlo error (with its standard error) beside the certified bound.
@@ -128,8 +133,37 @@ def execute_batch(batch: RunBatch) -> list[RunOutcome]:
         return [RunOutcome(t.key, False, error=text) for t in batch.tasks]
 
 
+def execute_pack(pack: RunPack) -> list[RunOutcome]:
+    """Train a pack of runs together (`experiments.training.packed`), each in its own run directory; never raises.
+
+    Every run's directory is locked for the whole pack. A run that fails on its own after training (its evaluation)
+    is reported failed alone; an exception of the pack's training reports every run of the pack failed.
+    """
+    try:
+        configs = [TrainConfig.from_dict(t.spec) for t in pack.tasks]
+        dirs = [Path(t.run_dir) for t in pack.tasks]
+        with contextlib.ExitStack() as locks:
+            for run_dir in dirs:
+                locks.enter_context(run_directory_lock(run_dir))
+            results = train_packed(configs, dirs)
+            outcomes = []
+            prov = provenance()
+            for task, config, result, run_dir in zip(pack.tasks, configs, results, dirs, strict=True):
+                try:
+                    outcomes.append(RunOutcome(task.key, True, _with_evaluation(config, result, run_dir), prov))
+                except Exception as exc:  # noqa: BLE001 - this run's evaluation failed; the others stand
+                    text = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
+                    outcomes.append(RunOutcome(task.key, False, error=text))
+        return outcomes
+    except Exception as exc:  # noqa: BLE001 - every run of the pack is reported failed
+        text = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
+        return [RunOutcome(t.key, False, error=text) for t in pack.tasks]
+
+
 def execute_item(item: WorkItem) -> list[RunOutcome]:
-    """Execute a single run or a batch; a list of outcomes either way."""
+    """Execute a single run, a batch or a pack; a list of outcomes either way."""
+    if isinstance(item, RunPack):
+        return execute_pack(item)
     return execute_batch(item) if isinstance(item, RunBatch) else [execute_task(item)]
 
 

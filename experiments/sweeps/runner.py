@@ -18,6 +18,7 @@ config). A damaged or foreign store is refused (`experiments.sweeps.store.StoreE
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,9 +26,10 @@ from typing import Any
 
 from experiments.config import TrainConfig
 from experiments.sweeps.backends import run_tasks
+from experiments.sweeps.grouping import group_by_seed, group_into_packs
 from experiments.sweeps.presets import RunSpec, get_preset, spec_kind, with_overrides
 from experiments.sweeps.store import DONE_STATUSES, ResultsStore, StoreError
-from experiments.sweeps.work import RunBatch, RunTask, WorkItem
+from experiments.sweeps.work import RunTask
 from experiments.training.progress import Progress
 from theory.validation import check_int
 
@@ -149,21 +151,6 @@ def rebuild_store(
     }
 
 
-def group_by_seed(tasks: list[RunTask]) -> list[WorkItem]:
-    """Training tasks whose configs are equal up to the seed become one RunBatch (others stay single)."""
-    groups: dict[str, list[RunTask]] = {}
-    items: list[WorkItem] = []
-    for task in tasks:
-        if task.kind != "train" or task.spec.get("init") is not None:
-            items.append(task)
-            continue
-        key = json.dumps({k: v for k, v in task.spec.items() if k != "seed"}, sort_keys=True)
-        groups.setdefault(key, []).append(task)
-    for members in groups.values():
-        items.append(RunBatch(tuple(members)) if len(members) > 1 else members[0])
-    return items
-
-
 def run_sweep(
     preset: str,
     scale: str,
@@ -175,6 +162,7 @@ def run_sweep(
     overrides: Mapping[str, Any] | None = None,
     progress: bool = True,
     batch_seeds: bool = False,
+    pack: bool = True,
     rebuild: bool = False,
 ) -> dict[str, Any]:
     """Run (or finish) the sweep ``preset`` at ``scale`` into ``out``.
@@ -191,6 +179,9 @@ def run_sweep(
         progress: show progress over runs on stderr (a bar on a terminal, else a line every 10 s: training/progress).
         batch_seeds: train the runs that differ only in seed together in one process (stacked parameters,
             `experiments.training.loop.train_batched`; for GPUs; no mid-run checkpoints, so a killed batch restarts).
+        pack: train the runs that may share a pack together (`experiments.sweeps.grouping`,
+            `experiments.training.packed`: one process and one step for several runs, each in its own run directory
+            with its own checkpoints); False trains every run alone. Ignored with ``batch_seeds``.
         rebuild: first rebuild the store from the runs' files (:func:`rebuild_store`; a damaged store is moved
             aside), then run what is left.
 
@@ -217,7 +208,12 @@ def run_sweep(
         with bar:
             for task in tasks:
                 store.mark_running(task.key)
-            items = group_by_seed(tasks) if batch_seeds else list(tasks)
+            if batch_seeds:
+                items = group_by_seed(tasks)
+            elif pack:
+                items = group_into_packs(tasks, workers if workers is not None else (os.cpu_count() or 1))
+            else:
+                items = list(tasks)
             for outcome in run_tasks(items, backend, workers=workers, address=address):
                 if outcome.ok:
                     store.record_result(outcome.key, outcome.metrics, outcome.provenance)  # committed before we go on

@@ -1,4 +1,5 @@
-"""The units of work of a sweep: one run (RunTask), a seed batch (RunBatch), and what a worker sends back (RunOutcome).
+"""The units of work of a sweep: one run (RunTask), a seed batch (RunBatch), a pack (RunPack), and what a worker sends
+back (RunOutcome).
 
 Shared by the driver (`experiments.sweeps.runner`), the process pools (`experiments.sweeps.backends`) and the code that
 executes a run in a worker (`experiments.sweeps.execute`); plain data, so it imports nothing heavy.
@@ -27,7 +28,15 @@ class RunBatch:
     tasks: tuple[RunTask, ...]
 
 
-WorkItem = RunTask | RunBatch
+@dataclass(frozen=True)
+class RunPack:
+    """Training tasks whose configs may share a pack (`experiments.packing`), trained in one process and one step
+    (`training.packed.train_packed`), each in its own run directory with its own checkpoints."""
+
+    tasks: tuple[RunTask, ...]
+
+
+WorkItem = RunTask | RunBatch | RunPack
 
 
 @dataclass

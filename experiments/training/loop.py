@@ -65,13 +65,23 @@ METRICS_HEADER = ("step", "loss", "lr", "time")
 
 # ------------------------------------------------------------------------------------------------- what is trained
 class TrainedModels(Protocol):
-    """K models trained together (K = 1 for an ordinary run): their parameters and their K mean losses on K batches."""
+    """K models trained together (K = 1 for an ordinary run): their parameters, how their K batches are drawn, and
+    their K mean losses on those batches."""
 
     parameters: list[torch.Tensor]
 
-    def losses(self, batches: list[Batch]) -> torch.Tensor:
-        """Mean task error of model k on batches[k], for every k: (K,)."""
+    def draw(self, task: Task, batch_size: int, samplers: list[torch.Generator], device: torch.device) -> Any:
+        """Each run's next batch, from its own sampler, in the form `losses` takes."""
         ...
+
+    def losses(self, batches: Any) -> torch.Tensor:
+        """Mean task error of model k on its batch, for every k: (K,)."""
+        ...
+
+
+def draw_each(task: Task, batch_size: int, samplers: list[torch.Generator], device: torch.device) -> list[Batch]:
+    """One batch per run, drawn from that run's sampler, on ``device`` (float32)."""
+    return [task.sample(batch_size, g).to(device) for g in samplers]
 
 
 class SingleModel:
@@ -82,6 +92,8 @@ class SingleModel:
         self.parameters: list[torch.Tensor] = list(model.parameters())
         self.forward_model = torch.compile(model) if config.compile else model
         self.autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.bf16)
+
+    draw = staticmethod(draw_each)
 
     def losses(self, batches: list[Batch]) -> torch.Tensor:
         """Mean error of the model on its one batch: (1,)."""
@@ -100,6 +112,8 @@ class StackedModels:
         self.parameters = list(self.stacked_parameters.values())
         self.skeleton = copy.deepcopy(models[0]).to("meta")  # the architecture, without storage
         use_implementation(self.skeleton, "plain")  # the fused attention paths have no vmap batching rule
+
+    draw = staticmethod(draw_each)
 
     def _one_loss(self, parameters: dict, buffers: dict, fields: dict[str, torch.Tensor]) -> torch.Tensor:
         """One model's mean error on its batch (the function vmap batches over K): a 0-d tensor."""
@@ -124,26 +138,32 @@ class EpochStatistics:
     last: list[float] = field(default_factory=list)
     best: list[float] = field(default_factory=list)
     diverged: list[bool] = field(default_factory=list)
+    stopped_at: list[int | None] = field(default_factory=list)  # the step at which a diverged run was stopped
 
     @classmethod
     def fresh(cls, runs: int, device: torch.device) -> EpochStatistics:
         """Statistics of ``runs`` runs before their first step."""
         running = torch.zeros(runs, dtype=torch.float64, device=device)  # (K,)
-        return cls(running, 0, [math.nan] * runs, [math.inf] * runs, [False] * runs)
+        return cls(running, 0, [math.nan] * runs, [math.inf] * runs, [False] * runs, [None] * runs)
+
+    def stop(self, k: int, step: int) -> None:
+        """Mark run k diverged at ``step`` (the first time only)."""
+        if not self.diverged[k]:
+            self.diverged[k], self.stopped_at[k] = True, step
 
     def add(self, losses: torch.Tensor) -> None:
         """Count one step's (K,) losses into the open epoch."""
         self.running += losses.double()
         self.count += 1
 
-    def close_epoch(self) -> list[float]:
-        """End the open epoch: each run's mean loss; a non-finite mean marks that run diverged."""
+    def close_epoch(self, step: int) -> list[float]:
+        """End the open epoch after ``step`` steps: each run's mean loss; a non-finite mean marks that run diverged."""
         means = (self.running / self.count).tolist()
         for k, mean in enumerate(means):
             if self.diverged[k]:
                 continue
             if not math.isfinite(mean):
-                self.diverged[k] = True
+                self.stop(k, step)
                 continue
             self.last[k], self.best[k] = mean, min(self.best[k], mean)
         self.running.zero_()
@@ -151,12 +171,12 @@ class EpochStatistics:
         return means
 
     def results(self, steps: int, seconds: float, extra: dict[str, Any] | None = None) -> list[TrainResult]:
-        """One TrainResult per run (``seconds`` each)."""
+        """One TrainResult per run (``seconds`` each; a diverged run reports the step it was stopped at)."""
         return [
             TrainResult(
                 final_loss=math.nan if self.diverged[k] else self.last[k],
                 best_loss=self.best[k],
-                steps=steps,
+                steps=steps if self.stopped_at[k] is None else int(self.stopped_at[k]),  # type: ignore[arg-type]
                 diverged=self.diverged[k],
                 seconds=seconds,
                 extra=dict(extra or {}),
@@ -188,7 +208,7 @@ class Training:
 
     def optimizer_step(self) -> tuple[torch.Tensor, float]:
         """Draw each run's batch, take one AdamW step on the summed losses; the (K,) losses and the lr used."""
-        batches = [self.task.sample(self.config.batch_size, g).to(self.device) for g in self.samplers]
+        batches = self.models.draw(self.task, self.config.batch_size, self.samplers, self.device)
         losses = self.models.losses(batches)  # (K,)
         self.optimizer.zero_grad(set_to_none=True)
         losses.sum().backward()
@@ -231,20 +251,23 @@ def run_loop(training: Training, hooks: LoopHooks, *, check_every_step: bool) ->
         stats.add(losses)
         if check_every_step:
             for k, finite in enumerate(torch.isfinite(losses).tolist()):
-                stats.diverged[k] = stats.diverged[k] or not finite
+                if not finite:
+                    stats.stop(k, training.step)
             if all(stats.diverged):
                 break
         hooks.step_done(training)
         if stats.count == config.log_every or training.step == config.steps:
-            means = stats.close_epoch()
+            means = stats.close_epoch(training.step)
             if all(stats.diverged):
                 break
             hooks.epoch_closed(training, means, lr_used)
         if hooks.checkpoint_due(training):
-            if not torch.isfinite(stats.running).all():  # never checkpoint a diverged model
-                stats.diverged = [True] * len(stats.diverged)
+            for k, finite in enumerate(torch.isfinite(stats.running).tolist()):
+                if not finite:  # never checkpoint a diverged model
+                    stats.stop(k, training.step)
+            if all(stats.diverged):
                 break
-            hooks.save(training)
+            hooks.save(training)  # saves the runs that have not diverged
 
 
 # ------------------------------------------------------------------------------------------------ one ordinary run
@@ -327,7 +350,7 @@ def _write_metrics(path: Path, rows: list[list[str]]) -> None:
     atomic_write_bytes(path, lambda stream: stream.write(text.getvalue().encode("utf-8")))
 
 
-def _finished_result(files: RunDirectory, config: TrainConfig) -> TrainResult | None:
+def finished_result(files: RunDirectory, config: TrainConfig) -> TrainResult | None:
     """The recorded result when the directory holds this config's finished run; refuses another config's directory."""
     if files.config.exists():
         check_same_config(read_config_file(files.config), config, files.config)
@@ -339,7 +362,7 @@ def _finished_result(files: RunDirectory, config: TrainConfig) -> TrainResult | 
         raise ValueError(f"{files.result}: corrupt result file ({exc}); delete it to retrain") from exc
 
 
-def _start_or_resume(config: TrainConfig, files: RunDirectory) -> tuple[Training, torch.nn.Module]:
+def start_or_resume(config: TrainConfig, files: RunDirectory) -> tuple[Training, torch.nn.Module]:
     """A fresh run of ``config``, or the state of its checkpoint; the metrics file is cut back to the checkpoint."""
     device = resolve_device(config.device)
     task, model = build_run(config, device)
@@ -423,10 +446,10 @@ def train(
     files = RunDirectory(Path(out_dir))
     files.root.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(files.root)  # left by a process killed while writing; this run owns the directory
-    finished = _finished_result(files, config)
+    finished = finished_result(files, config)
     if finished is not None:
         return finished
-    training, model = _start_or_resume(config, files)
+    training, model = start_or_resume(config, files)
     record = {"config": config.to_dict(), "config_hash": config.config_hash(), **provenance()}
     write_json(files.config, {**record, "device": str(training.device)})
     bar = Progress(

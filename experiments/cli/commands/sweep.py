@@ -59,6 +59,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="train runs that differ only in seed together in one process (stacked parameters; for GPUs)",
     )
     parser.add_argument(
+        "--no-pack",
+        action="store_true",
+        help="train every run alone (default: runs that may share a pack, equal but for seed, temperature and encoder "
+        "rank, are trained together in one process, each with its own run directory and checkpoints; docs/training.md)",
+    )
+    parser.add_argument(
         "--rebuild-store",
         action="store_true",
         help="rebuild DIR/results.sqlite from DIR/runs/*/result.json first (a damaged store is moved aside, never "
@@ -91,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         overrides=overrides,
         progress=not args.no_progress,
         batch_seeds=args.batch_seeds,
+        pack=not args.no_pack,
         rebuild=args.rebuild_store,
     )
     summary["seconds"] = round(summary["seconds"], 3)

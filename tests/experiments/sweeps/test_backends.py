@@ -33,7 +33,8 @@ def in_process(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[floa
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        assert run_sweep("smoke", "quick", out, workers=1, overrides=STEPS, progress=False)["finished"] == 6
+        summary = run_sweep("smoke", "quick", out, workers=1, overrides=STEPS, progress=False, pack=False)
+        assert summary["finished"] == 6
     finally:
         torch.set_num_threads(threads)
     return _losses(out)
@@ -56,7 +57,7 @@ def test_ray_local_instance_matches_in_process(tmp_path: Path, in_process: dict)
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        summary = run_sweep("smoke", "quick", tmp_path, backend="ray", overrides=STEPS, progress=False)
+        summary = run_sweep("smoke", "quick", tmp_path, backend="ray", overrides=STEPS, progress=False, pack=False)
     finally:
         ray.shutdown()
     assert summary["finished"] == 6 and summary["failed"] == 0

@@ -157,7 +157,7 @@ def test_failed_run_is_recorded_and_retried(
         raise RuntimeError("boom")
 
     monkeypatch.setattr(execute, "_train_run", broken)
-    summary = run_sweep("smoke", "quick", tmp_path, workers=1, progress=True, overrides={"steps": 5})
+    summary = run_sweep("smoke", "quick", tmp_path, workers=1, progress=True, overrides={"steps": 5}, pack=False)
     assert summary["failed"] == 6 and calls["n"] == 6
     err = capsys.readouterr().err
     assert err.count(": boom") == 6 and "\r" not in err
@@ -177,7 +177,9 @@ def test_batched_sweep_matches_separate_runs(tmp_path: Path) -> None:
     """--batch-seeds trains the smoke preset's seed pairs together; losses agree with train() runs to float32
     rounding (relative 1e-5, ~100 epsilons; see tests/test_batched_training.py)."""
     torch.set_num_threads(1)
-    separate = run_sweep("smoke", "quick", tmp_path / "a", workers=1, progress=False, overrides={"steps": 10})
+    separate = run_sweep(
+        "smoke", "quick", tmp_path / "a", workers=1, progress=False, overrides={"steps": 10}, pack=False
+    )
     batched = run_sweep(
         "smoke", "quick", tmp_path / "b", workers=1, progress=False, overrides={"steps": 10}, batch_seeds=True
     )
@@ -189,6 +191,45 @@ def test_batched_sweep_matches_separate_runs(tmp_path: Path) -> None:
     for key, metrics in ra.items():
         assert metrics is not None and rb[key] is not None and rb[key]["batched"] == 2
         assert rb[key]["final_loss"] == pytest.approx(metrics["final_loss"], rel=1e-5)
+
+
+def test_packed_sweep_matches_separate_runs(tmp_path: Path) -> None:
+    """The default sweep packs the smoke preset's six runs (three ranks, two seeds: one pack per worker); each run's
+    losses agree with its unpacked run to float32 rounding (relative 1e-5, as above), and each run directory holds an
+    ordinary checkpoint."""
+    torch.set_num_threads(1)
+    separate = run_sweep(
+        "smoke", "quick", tmp_path / "a", workers=1, progress=False, overrides={"steps": 10}, pack=False
+    )
+    packed = run_sweep("smoke", "quick", tmp_path / "b", workers=2, progress=False, overrides={"steps": 10})
+    assert separate["finished"] == packed["finished"] == 6
+    with ResultsStore(store_path(tmp_path / "a")) as a, ResultsStore(store_path(tmp_path / "b")) as b:
+        ra = {r.hash: r.metrics for r in a.rows()}
+        rb = {r.hash: r.metrics for r in b.rows()}
+    assert set(ra) == set(rb)
+    for key, metrics in ra.items():
+        assert metrics is not None and rb[key] is not None and rb[key]["packed"] == 3
+        assert "packed" not in metrics
+        assert rb[key]["final_loss"] == pytest.approx(metrics["final_loss"], rel=1e-5)
+        assert rb[key]["best_loss"] == pytest.approx(metrics["best_loss"], rel=1e-5)
+        assert (tmp_path / "b" / "runs" / key / "checkpoint.pt").is_file()
+
+
+def test_a_failed_pack_is_recorded_per_run_and_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exception while a pack trains marks each of its runs failed (naming the error); the next sweep retries."""
+
+    def broken(configs: list, dirs: list) -> list:
+        raise RuntimeError("pack boom")
+
+    monkeypatch.setattr(execute, "train_packed", broken)
+    summary = run_sweep("smoke", "quick", tmp_path, workers=1, progress=False, overrides={"steps": 5})
+    assert summary["failed"] == 6
+    with ResultsStore(store_path(tmp_path)) as store:
+        assert all(r.status == "failed" and "pack boom" in (r.error or "") for r in store.rows())
+    monkeypatch.undo()
+    torch.set_num_threads(1)
+    again = run_sweep("smoke", "quick", tmp_path, workers=1, progress=False, overrides={"steps": 5})
+    assert again["finished"] == 6
 
 
 def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:

@@ -1,0 +1,302 @@
+"""Packed training: K small runs trained in one process and one step, each with its own ordinary run directory.
+
+The runs' models are packed into one (`experiments.models.packed`: stacked parameters, one batched forward for all K)
+and moved by the one training loop (`experiments.training.loop.run_loop`) with one AdamW over the stacked tensors;
+every run keeps its own initialisation (built exactly as `train` builds it), its own batch stream (its own sampler
+generator), and its own epoch statistics, so each run's losses equal those of `train` on its config up to float
+rounding (tests/experiments/training/test_packed_training.py).
+
+Every run writes what `train` writes, into its own directory: ``config.json``, ``metrics.csv`` (a row per epoch),
+``checkpoint.pt`` (an ordinary checkpoint of that run alone: its model slice, its slice of the AdamW moments, the
+schedule, its sampler state, its statistics) and ``result.json``. So a killed pack resumes either as a pack (this
+module reads the K checkpoints back and packs them again) or run by run with `train`, and `load_trained_model`,
+`attnrank analyze` and ``train --eval-only`` read a packed run like any other. A run that diverges is stopped alone:
+its last finite checkpoint is kept, its result says ``diverged``, and the other runs go on.
+
+Runs already finished are returned from their ``result.json``. Runs at different steps (a pack killed between two of
+its runs' checkpoints) are packed by step and trained one group after the other. ``seconds`` of each result is the
+pack's wall time divided by the number of runs it trained (as in seed-batched mode).
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import torch
+
+from experiments.config import TrainConfig, TrainResult
+from experiments.json_files import write_json
+from experiments.models.packed import PackedNetwork, pack_models
+from experiments.packing import pack_signature, packing_refusal
+from experiments.tasks import Batch, Task
+from experiments.training.checkpoints import remove_stale_temporaries, save_checkpoint
+from experiments.training.loop import (
+    EpochStatistics,
+    LoopHooks,
+    RunDirectory,
+    Training,
+    finished_result,
+    run_loop,
+    start_or_resume,
+)
+from experiments.training.progress import DEFAULT_INTERVAL, Progress
+from experiments.training.provenance import provenance
+from experiments.training.schedule import make_optimizer
+
+ADAM_MOMENTS = ("exp_avg", "exp_avg_sq")
+
+
+def check_packable(configs: Sequence[TrainConfig]) -> None:
+    """ValueError unless ``configs`` are >= 1 TrainConfigs that may share a pack (distinct runs, one signature)."""
+    if not configs or not all(isinstance(c, TrainConfig) for c in configs):
+        raise ValueError("configs must be a non-empty sequence of TrainConfig")
+    for config in configs:
+        reason = packing_refusal(config)
+        if reason is not None:
+            raise ValueError(f"config {config.config_hash()[:12]} cannot be packed: {reason}")
+    reference = pack_signature(configs[0])
+    for config in configs[1:]:
+        if pack_signature(config) != reference:
+            first, other = configs[0].to_dict(), config.to_dict()
+            differing = [k for k in first if first[k] != other[k] and k not in ("seed", "temperature", "rank")]
+            raise ValueError(
+                "configs of one pack may differ only in seed, temperature and (encoder) rank; these differ in "
+                + (", ".join(differing) or "rank")
+            )
+    hashes = [c.config_hash() for c in configs]
+    if len(set(hashes)) != len(hashes):
+        raise ValueError("configs of one pack must be distinct runs (two have the same config hash)")
+
+
+def draw_packed(task: Task, batch_size: int, samplers: list[torch.Generator], device: torch.device) -> Batch:
+    """Each run's next batch from its own sampler, stacked: every field (K, B, ...) float32 on ``device``."""
+    batches = [task.sample(batch_size, g) for g in samplers]
+
+    def stacked(name: str) -> torch.Tensor | None:
+        values = [getattr(b, name) for b in batches]
+        return None if values[0] is None else torch.stack(values)  # (K, B, ...)
+
+    return Batch(
+        tokens=stacked("tokens"),  # type: ignore[arg-type]
+        target=stacked("target"),  # type: ignore[arg-type]
+        context=stacked("context"),  # type: ignore[arg-type]
+        query=stacked("query"),
+        aux=stacked("aux"),
+    ).to(device)
+
+
+class PackedModels:
+    """The `loop.TrainedModels` of a pack: the packed network, drawing every run's batch and scoring all K at once."""
+
+    def __init__(self, network: PackedNetwork) -> None:
+        self.network = network
+        self.parameters = network.parameters
+
+    draw = staticmethod(draw_packed)
+
+    def losses(self, batches: Batch) -> torch.Tensor:
+        """Mean error of run k on its batch: (K,)."""
+        return self.network.losses(batches)
+
+
+# ------------------------------------------------------------------------------------- optimiser state, per run
+def unpack_optimizer_state(state: dict[str, Any], k: int) -> dict[str, Any]:
+    """Run k's AdamW state dict from the pack's (slice k of every moment; step counts and groups copied)."""
+    per_run: dict[str, Any] = {"state": {}, "param_groups": copy.deepcopy(state["param_groups"])}
+    for index, entry in state["state"].items():
+        per_run["state"][index] = {
+            key: value[k].clone() if key in ADAM_MOMENTS else value.clone() if torch.is_tensor(value) else value
+            for key, value in entry.items()
+        }
+    return per_run
+
+
+def pack_optimizer_state(states: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The pack's AdamW state dict from its K runs' (moments stacked; step counts must agree)."""
+    first = states[0]
+    packed: dict[str, Any] = {"state": {}, "param_groups": copy.deepcopy(first["param_groups"])}
+    for index, entry in first["state"].items():
+        merged: dict[str, Any] = {}
+        for key, value in entry.items():
+            if key in ADAM_MOMENTS:
+                merged[key] = torch.stack([s["state"][index][key] for s in states])  # (K, *shape)
+            else:
+                others = [s["state"][index][key] for s in states]
+                if any(not torch.equal(torch.as_tensor(o), torch.as_tensor(value)) for o in others):
+                    raise ValueError(f"the runs of a pack disagree on optimizer state {key!r} of parameter {index}")
+                merged[key] = value.clone() if torch.is_tensor(value) else value
+        packed["state"][index] = merged
+    if any(set(s["state"]) != set(first["state"]) for s in states):
+        raise ValueError("the runs of a pack have optimizer state for different parameters")
+    return packed
+
+
+# ------------------------------------------------------------------------------------------------ the run files
+@dataclass
+class PackMember:
+    """One run of a pack: its config, files, unpacked objects (used to write its checkpoints) and history."""
+
+    config: TrainConfig
+    files: RunDirectory
+    training: Training  # the run's own unpacked state (model, optimiser, scheduler, sampler, statistics)
+    model: torch.nn.Module
+
+
+class PackHooks(LoopHooks):
+    """A pack's side effects: each run's metrics rows and checkpoints, one progress bar for the pack."""
+
+    def __init__(
+        self, members: list[PackMember], network: PackedNetwork, streams: Sequence[TextIO], bar: Progress
+    ) -> None:
+        self.members, self.network, self.bar = members, network, bar
+        self.streams, self.writers = streams, [csv.writer(s) for s in streams]
+        self.elapsed_before = [m.training.elapsed_before for m in members]
+
+    def elapsed(self, training: Training, k: int) -> float:
+        """Run k's seconds of training: its earlier processes' plus its share of this pack's wall time."""
+        return self.elapsed_before[k] + (time.perf_counter() - training.started) / len(self.members)
+
+    def step_done(self, training: Training) -> None:
+        self.bar.update(1)
+
+    def epoch_closed(self, training: Training, means: list[float], lr_used: float) -> None:
+        for k, mean in enumerate(means):
+            if training.stats.diverged[k]:
+                continue
+            self.writers[k].writerow([training.step, repr(mean), repr(lr_used), f"{self.elapsed(training, k):.3f}"])
+            self.streams[k].flush()
+        live = [m for m, gone in zip(means, training.stats.diverged, strict=True) if not gone]
+        if live:
+            self.bar.set_loss(min(live))
+
+    def checkpoint_due(self, training: Training) -> bool:
+        config = training.config
+        return training.step % config.checkpoint_every == 0 or training.step == config.steps
+
+    def save(self, training: Training) -> None:
+        stats = training.stats
+        optimizer_state = training.optimizer.state_dict()
+        scheduler_state = training.scheduler.state_dict()
+        for k, member in enumerate(self.members):
+            if stats.diverged[k]:
+                continue  # its last finite checkpoint stays
+            own = member.training
+            member.model.load_state_dict(self.network.state_dict_of(k))
+            own.optimizer.load_state_dict(unpack_optimizer_state(optimizer_state, k))
+            own.scheduler.load_state_dict(scheduler_state)
+            save_checkpoint(
+                member.files.checkpoint,
+                config=member.config,
+                step=training.step,
+                model=member.model,
+                optimizer=own.optimizer,
+                scheduler=own.scheduler,
+                sampler=training.samplers[k],
+                stats={
+                    "epoch_sum": float(stats.running[k].item()),  # exact float64 round trip
+                    "epoch_count": stats.count,
+                    "best": stats.best[k],
+                    "last_epoch": stats.last[k],
+                    "elapsed": self.elapsed(training, k),
+                },
+            )
+
+
+def _pack_members(members: list[PackMember], bar: Progress) -> list[TrainResult]:
+    """Train members that are all at the same step as one pack; write their result files."""
+    first = members[0].training
+    configs = [m.config for m in members]
+    network = pack_models([m.model for m in members], configs, first.task)
+    optimizer, scheduler = make_optimizer(network.parameters, configs[0])
+    if first.step > 0:
+        optimizer.load_state_dict(pack_optimizer_state([m.training.optimizer.state_dict() for m in members]))
+        scheduler.load_state_dict(first.scheduler.state_dict())
+    stats = EpochStatistics.fresh(len(members), first.device)
+    for k, member in enumerate(members):
+        own = member.training.stats
+        stats.running[k] = own.running[0]
+        stats.best[k], stats.last[k] = own.best[0], own.last[0]
+    stats.count = first.stats.count
+    training = Training(
+        configs[0],
+        first.task,
+        PackedModels(network),
+        [m.training.samplers[0] for m in members],
+        optimizer,
+        scheduler,
+        stats,
+        first.device,
+        step=first.step,
+    )
+    streams = [m.files.metrics.open("a", newline="", encoding="utf-8") for m in members]
+    try:
+        hooks = PackHooks(members, network, streams, bar)
+        training.started = time.perf_counter()
+        run_loop(training, hooks, check_every_step=first.device.type == "cpu")
+        seconds = [hooks.elapsed(training, k) for k in range(len(members))]
+    finally:
+        for stream in streams:
+            stream.close()
+    results = training.stats.results(training.step, 0.0, {"packed": len(members)})
+    for member, result, elapsed in zip(members, results, seconds, strict=True):
+        result.seconds = elapsed
+        write_json(member.files.result, result.to_dict())
+    return results
+
+
+def train_packed(
+    configs: Sequence[TrainConfig],
+    out_dirs: Sequence[Path | str],
+    *,
+    progress: bool = False,
+    progress_interval: float = DEFAULT_INTERVAL,
+) -> list[TrainResult]:
+    """Train (or resume, or return the finished results of) K runs together, each in its own run directory.
+
+    Args:
+        configs: K TrainConfigs that may share a pack (`check_packable`: equal but for seed, temperature and, for
+            the encoder, rank; softmax attention; no init, compile or bf16).
+        out_dirs: K distinct run directories (created if needed), as for `train`.
+        progress: report the pack's progress on stderr (`experiments.training.progress.Progress`).
+        progress_interval: seconds between progress lines when stderr is not a terminal.
+
+    Returns:
+        K TrainResults in input order (each also written to its directory's result.json; ``extra`` has ``packed``,
+        the number of runs trained together, except for runs that were already finished).
+    """
+    configs = list(configs)
+    check_packable(configs)
+    dirs = [Path(d) for d in out_dirs]
+    if len(dirs) != len(configs):
+        raise ValueError(f"out_dirs must hold one directory per config ({len(configs)}), got {len(dirs)}")
+    if len({d.resolve() for d in dirs}) != len(dirs):
+        raise ValueError("out_dirs must be distinct directories (a run directory belongs to one run)")
+    results: dict[int, TrainResult] = {}
+    waiting: dict[int, list[tuple[int, PackMember]]] = {}
+    for index, (config, directory) in enumerate(zip(configs, dirs, strict=True)):
+        files = RunDirectory(directory)
+        files.root.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(files.root)
+        finished = finished_result(files, config)
+        if finished is not None:
+            results[index] = finished
+            continue
+        training, model = start_or_resume(config, files)
+        record = {"config": config.to_dict(), "config_hash": config.config_hash(), **provenance()}
+        write_json(files.config, {**record, "device": str(training.device)})
+        model.train()
+        waiting.setdefault(training.step, []).append((index, PackMember(config, files, training, model)))
+    remaining = sum(configs[0].steps - step for step in waiting)  # pack steps: each advances all of its runs
+    desc = f"pack of {len(configs)} {configs[0].task} runs"
+    with Progress(max(remaining, 1), desc=desc, enabled=progress and remaining > 0, interval=progress_interval) as bar:
+        for step in sorted(waiting):
+            group = waiting[step]
+            for (index, _), result in zip(group, _pack_members([m for _, m in group], bar), strict=True):
+                results[index] = result
+    return [results[i] for i in range(len(configs))]

@@ -1,0 +1,69 @@
+"""Grouping a sweep's runs into packs (experiments.sweeps.grouping): which runs share a pack, how packs are split
+between workers, and that every run is executed exactly once."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from experiments.config import TrainConfig
+from experiments.sweeps.grouping import MAX_PACK, group_into_packs
+from experiments.sweeps.presets import get_preset
+from experiments.sweeps.work import RunPack, RunTask
+
+
+def _tasks(configs: list[TrainConfig]) -> list[RunTask]:
+    return [RunTask(c.config_hash(), "train", c.to_dict(), f"runs/{c.config_hash()}") for c in configs]
+
+
+def _members(items: list) -> list[list[RunTask]]:
+    return [list(item.tasks) if isinstance(item, RunPack) else [item] for item in items]
+
+
+def test_fig1_cpu_grid_packs_by_depth() -> None:
+    """fig1 cpu: the ten L = 1 runs (five ranks, two seeds) form one pack and the ten L = 3 runs another (they differ in
+    layers and lr); the L = 3 pack comes first (more work); ranks are adjacent inside each pack."""
+    tasks = _tasks(get_preset("fig1").runs("cpu"))
+    items = group_into_packs(tasks, workers=2)
+    packs = _members(items)
+    assert sorted(len(p) for p in packs) == [10, 10]
+    assert [{t.spec["layers"] for t in p} for p in packs] == [{3}, {1}]
+    for pack in packs:
+        ranks = [t.spec["rank"] for t in pack]
+        assert ranks == sorted(ranks)
+    assert sorted(t.key for p in packs for t in p) == sorted(t.key for t in tasks)
+
+
+def test_depth_grid_packs_seeds_of_each_cell() -> None:
+    """depth cpu: the theory model's head count changes with the width, so only the three seeds of a cell pack."""
+    tasks = _tasks(get_preset("depth").runs("cpu"))
+    packs = _members(group_into_packs(tasks, workers=2))
+    assert len(packs) == 10 and all(len(p) == 3 for p in packs)
+    assert all(len({(t.spec["layers"], t.spec["width"]) for t in p}) == 1 for p in packs)
+
+
+def test_packs_are_halved_until_every_worker_has_one() -> None:
+    tasks = _tasks(get_preset("smoke").runs("quick"))  # six runs, one signature
+    assert [len(p) for p in _members(group_into_packs(tasks, workers=1))] == [6]
+    assert sorted(len(p) for p in _members(group_into_packs(tasks, workers=2))) == [3, 3]
+    assert sorted(len(p) for p in _members(group_into_packs(tasks, workers=8))) == [1] * 6
+
+
+def test_large_groups_are_cut_into_even_packs() -> None:
+    base = TrainConfig(d=4, N=3, rank=2, ffn_dim=8, steps=5, batch_size=4, device="cpu")
+    configs = [dataclasses.replace(base, seed=s) for s in range(MAX_PACK + 4)]
+    sizes = sorted(len(p) for p in _members(group_into_packs(_tasks(configs), workers=1)))
+    assert sizes == [(MAX_PACK + 4) // 2] * 2
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"attention": "hardmax"}, {"model": "gpt2", "embed_dim": 8, "positional": "additive"}, {"init": "w.safetensors"}],
+)
+def test_unpackable_runs_stay_single(fields: dict) -> None:
+    """Negative control: runs the packed models do not cover are executed alone, never packed."""
+    base = TrainConfig(d=4, N=3, rank=2, ffn_dim=8, steps=5, batch_size=4, device="cpu", **fields)
+    configs = [dataclasses.replace(base, seed=s) for s in range(3)]
+    items = group_into_packs(_tasks(configs), workers=1)
+    assert all(isinstance(item, RunTask) for item in items) and len(items) == 3
