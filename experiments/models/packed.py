@@ -17,8 +17,8 @@ is computed on its heads' (K_s B, H, N, r) layout by the same core as the unpack
 Supported models (`experiments.packing.packing_refusal` gives the reason for anything else): the paper's encoder
 (`models.encoder`, softmax attention with standard values, any width c, positional encodings none / additive /
 concatenated, not causal) and the theory model (`models.theory_model`, softmax attention with full value maps, the
-query-only update, any depth, concatenated scratch coordinates) on the query tasks. Parameter names are those of the unpacked `TaskModel`,
-so run k's state dict is ``{name: stacked[name][k]}``.
+query-only update, any depth, concatenated scratch coordinates) on the query tasks. Parameter names are those of the
+unpacked `TaskModel`, so run k's state dict is ``{name: stacked[name][k]}``.
 """
 
 from __future__ import annotations
