@@ -24,8 +24,73 @@ TASKS = ("nearest", "farthest", "biased", "icl")
 """Task names (`experiments.tasks.make_task` accepts exactly these)."""
 EXECUTION_FIELDS = ("device", "checkpoint_every")
 """Fields that do not change a run's result and are left out of :meth:`TrainConfig.config_hash`."""
-LATER_FIELDS = {"embed_dim": 0}
+LATER_FIELDS = {
+    "embed_dim": 0,
+    "curriculum_dims": 0,
+    "curriculum_points": 0,
+    "curriculum_dims_increment": 1,
+    "curriculum_points_increment": 2,
+    "curriculum_interval": 2000,
+}
 """Fields added after 0.1.0, hashed only when they differ from these defaults (so 0.1.0 result stores still match)."""
+CURRICULUM_FIELDS = ("curriculum_dims_increment", "curriculum_points_increment", "curriculum_interval")
+"""The curriculum's schedule fields, which mean something only when curriculum_dims or curriculum_points is set."""
+
+
+@dataclass(frozen=True)
+class Curriculum:
+    """Garg et al.'s curriculum for in-context regression (docs/paper.md section 6): the task grows in stages.
+
+    Optimiser step s (0-based) belongs to stage k = s // interval, which trains on
+    min(d, dims + k * dims_increment) active dimensions (the other coordinates of every x_i, and of w, are 0) and
+    min(N, points + k * points_increment) pairs. Garg et al.: d = 20, N = 41, dims 5 (+1), points 11 (+2), interval
+    2000, so both reach the full task at stage 15, i.e. from step 30 000 on.
+
+    Attributes:
+        d, N: the full task's dimension and number of pairs (the last stage).
+        dims, points: active dimensions and pairs of stage 0 (1 <= dims <= d, 1 <= points <= N).
+        dims_increment, points_increment: growth per stage (>= 1).
+        interval: steps per stage (>= 1).
+    """
+
+    d: int
+    N: int
+    dims: int
+    points: int
+    dims_increment: int = 1
+    points_increment: int = 2
+    interval: int = 2000
+
+    def __post_init__(self) -> None:
+        d, N = check_int("d", self.d, minimum=1), check_int("N", self.N, minimum=1)
+        check_int("curriculum_dims", self.dims, minimum=1, maximum=d)
+        check_int("curriculum_points", self.points, minimum=1, maximum=N)
+        check_int("curriculum_dims_increment", self.dims_increment, minimum=1)
+        check_int("curriculum_points_increment", self.points_increment, minimum=1)
+        check_int("curriculum_interval", self.interval, minimum=1)
+
+    def stage(self, step: int) -> int:
+        """The stage of optimiser step ``step`` (0-based): step // interval."""
+        return check_int("step", step, minimum=0) // self.interval
+
+    def dims_at(self, step: int) -> int:
+        """Active dimensions of the batches of step ``step``."""
+        return min(self.d, self.dims + self.stage(step) * self.dims_increment)
+
+    def points_at(self, step: int) -> int:
+        """Pairs per sequence in the batches of step ``step``."""
+        return min(self.N, self.points + self.stage(step) * self.points_increment)
+
+    @property
+    def end_step(self) -> int:
+        """The first step trained on the full task (d dimensions, N pairs); every later step is too.
+
+        The dimensions reach d at stage ceil((d - dims) / dims_increment) and the pairs reach N at stage
+        ceil((N - points) / points_increment); the later of the two stages starts at that stage times interval.
+        """
+        dims_stage = -(-(self.d - self.dims) // self.dims_increment)  # ceil division of non-negative integers
+        points_stage = -(-(self.N - self.points) // self.points_increment)
+        return max(dims_stage, points_stage) * self.interval
 
 
 @dataclass(frozen=True)
@@ -60,6 +125,11 @@ class TrainConfig:
     init: str | None = None
     model: str = "encoder"
     embed_dim: int = 0
+    curriculum_dims: int = 0
+    curriculum_points: int = 0
+    curriculum_dims_increment: int = 1
+    curriculum_points_increment: int = 2
+    curriculum_interval: int = 2000
 
     def __post_init__(self) -> None:
         check_choice("task", self.task, TASKS)
@@ -133,6 +203,54 @@ class TrainConfig:
             raise ValueError(f"N must be 2 for the biased task, got {self.N}")
         if self.task == "icl" and self.model == "theory":
             raise ValueError("model must be 'encoder' or 'gpt2' for the icl task (it needs a causal sequence model)")
+        self._check_curriculum()
+
+    def _check_curriculum(self) -> None:
+        """ValueError unless the curriculum fields describe no curriculum, or one of icl that ends before the last step.
+
+        curriculum_dims = curriculum_points = 0 means no curriculum; the schedule fields must then keep their
+        defaults (a changed interval alone would do nothing, yet give the run another hash).
+        """
+        dims = check_int("curriculum_dims", self.curriculum_dims, minimum=0, maximum=self.d)
+        points = check_int("curriculum_points", self.curriculum_points, minimum=0, maximum=self.N)
+        for name in CURRICULUM_FIELDS:
+            check_int(name, getattr(self, name), minimum=1)
+        if dims == 0 and points == 0:
+            changed = [name for name in CURRICULUM_FIELDS if getattr(self, name) != LATER_FIELDS[name]]
+            if changed:
+                raise ValueError(
+                    f"{changed[0]} applies only to a curriculum (curriculum_dims or curriculum_points >= 1); "
+                    f"leave it at {LATER_FIELDS[changed[0]]} or set a curriculum"
+                )
+            return
+        if self.task != "icl":
+            raise ValueError(f"curriculum_dims and curriculum_points must be 0 unless task is 'icl', got {self.task!r}")
+        curriculum = self.curriculum
+        assert curriculum is not None
+        if curriculum.end_step >= self.steps:
+            raise ValueError(
+                f"the curriculum reaches d = {self.d} dimensions and N = {self.N} pairs only at step "
+                f"{curriculum.end_step} (curriculum_interval {self.curriculum_interval}); it must end before the last "
+                f"step, so steps must be > {curriculum.end_step}, got {self.steps}"
+            )
+
+    @property
+    def curriculum(self) -> Curriculum | None:
+        """The icl curriculum of this run, or None (curriculum_dims = curriculum_points = 0: the full task throughout).
+
+        A field left at 0 keeps its axis at the full task (curriculum_dims = 0: all d dimensions from the start).
+        """
+        if self.curriculum_dims == 0 and self.curriculum_points == 0:
+            return None
+        return Curriculum(
+            d=self.d,
+            N=self.N,
+            dims=self.curriculum_dims or self.d,
+            points=self.curriculum_points or self.N,
+            dims_increment=self.curriculum_dims_increment,
+            points_increment=self.curriculum_points_increment,
+            interval=self.curriculum_interval,
+        )
 
     @property
     def model_width(self) -> int:

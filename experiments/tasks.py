@@ -10,6 +10,8 @@ Tasks (docs/paper.md sections 1, 4 and 6):
   ``theory.biased_target``; this module only wraps it.
 - ``icl``: in-context linear regression as in Garg et al. 2022: x_i ~ N(0, I_d), w ~ N(0, I_d), y_i = <w, x_i>; the
   tokens interleave x_1, (y_1, 0, ..., 0), x_2, ...; a causal model predicts y_i at x_i's position from the prefix.
+  With a curriculum (`experiments.config.Curriculum`) training step s draws from :meth:`Task.at_step` (s): fewer
+  active dimensions and pairs in early stages; evaluation always draws the full task (:meth:`Task.sample`).
 
 Every task draws its batches on the CPU in float64 (targets are decided in float64, so argmax ties are those of the
 exact data) and hands them out as float32; the same generator state gives the same batch on every machine.
@@ -23,13 +25,14 @@ Error conventions (the per-sample value whose batch mean is the training loss):
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 import torch
 
-from experiments.config import TASKS
+from experiments.config import TASKS, Curriculum
 from theory.biased_target import biased_target, sample_biased_context
 from theory.monte_carlo import MonteCarloEstimate, estimate_mean
 from theory.validation import check_choice, check_dimension, check_int
@@ -164,6 +167,20 @@ class Task:
         """Draw a fresh float64 batch on the CPU."""
         raise NotImplementedError
 
+    def at_step(self, step: int) -> Task:
+        """The task whose batches training step ``step`` (0-based) draws: this task, unless a curriculum is on.
+
+        Its ``error`` and ``readout`` are this task's, so a model and its loss need not know the stage.
+        """
+        check_int("step", step, minimum=0)
+        return self
+
+    @property
+    def full_task_from(self) -> int:
+        """The first training step whose batches are this task's own (0 without a curriculum); the epochs that end
+        before it were trained on an easier task."""
+        return 0
+
     def readout(self, outputs: torch.Tensor) -> torch.Tensor:
         """Select the predictions from a sequence model's outputs (B, T, d_out)."""
         if self.query_task:
@@ -259,20 +276,66 @@ class LinearRegressionTask(Task):
 
     Tokens: position 2i holds x_i, position 2i + 1 holds (y_i, 0, ..., 0). The prediction of y_i is read at position
     2i (the model has seen x_1, y_1, ..., x_{i-1}, y_{i-1}, x_i), from the first output coordinate.
+
+    Args:
+        d: token dimension.  N: pairs per sequence.
+        active_dims: coordinates 0 .. active_dims - 1 of x_i and w are drawn, the others are 0 (Garg et al.'s
+            truncated dimensions; default d). y_i = <w, x_i> then has variance active_dims, and the error is still
+            divided by d, as in Garg et al.'s code.
+        curriculum: the training curriculum (its d and N must be this task's), or None; only :meth:`at_step` uses it.
     """
 
     name = "icl"
     causal = True
 
+    def __init__(self, d: int, N: int, active_dims: int | None = None, curriculum: Curriculum | None = None) -> None:
+        super().__init__(d, N)
+        self.active_dims = self.d if active_dims is None else check_int("active_dims", active_dims, minimum=1)
+        if self.active_dims > self.d:
+            raise ValueError(f"active_dims must be an integer in [1, {self.d}] (d), got {self.active_dims}")
+        if curriculum is not None:
+            if not isinstance(curriculum, Curriculum):
+                raise ValueError(f"curriculum must be a Curriculum or None, got {type(curriculum).__name__}")
+            if (curriculum.d, curriculum.N) != (self.d, self.N):
+                raise ValueError(
+                    f"curriculum must end at this task's d = {self.d} and N = {self.N}, got d = {curriculum.d} and "
+                    f"N = {curriculum.N}"
+                )
+            if self.active_dims != self.d:
+                raise ValueError("a curriculum needs the full task (active_dims = d); its stages set their own")
+        self.curriculum = curriculum
+        self._stages: dict[tuple[int, int], LinearRegressionTask] = {}
+
     @property
     def sequence_length(self) -> int:
         return 2 * self.N
+
+    def at_step(self, step: int) -> Task:
+        """The stage of the curriculum that step ``step`` trains on (this task itself from ``full_task_from`` on).
+
+        Returns:
+            a LinearRegressionTask of the same d with the stage's pairs and active dimensions (cached per stage).
+        """
+        step = check_int("step", step, minimum=0)
+        if self.curriculum is None or step >= self.curriculum.end_step:
+            return self
+        key = (self.curriculum.dims_at(step), self.curriculum.points_at(step))
+        if key not in self._stages:
+            self._stages[key] = LinearRegressionTask(self.d, key[1], active_dims=key[0])
+        return self._stages[key]
+
+    @property
+    def full_task_from(self) -> int:
+        return 0 if self.curriculum is None else self.curriculum.end_step
 
     def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
         batch_size = check_int("batch_size", batch_size, minimum=1)
         generator = check_torch_generator(generator)
         X = torch.randn((batch_size, self.N, self.d), generator=generator, dtype=torch.float64)  # (B, N, d)
         w = torch.randn((batch_size, self.d), generator=generator, dtype=torch.float64)  # (B, d)
+        if self.active_dims < self.d:  # truncated dimensions (the full task draws exactly as before: same stream)
+            X[:, :, self.active_dims :] = 0.0
+            w[:, self.active_dims :] = 0.0
         y = torch.einsum("bnd,bd->bn", X, w)  # (B, N)
         y_tokens = torch.zeros_like(X)  # (B, N, d)
         y_tokens[:, :, 0] = y
@@ -288,6 +351,12 @@ class LinearRegressionTask(Task):
 
     def error(self, prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return self.error_by_position(prediction, target).mean(dim=1)  # (B,)
+
+    def describe(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {} if self.active_dims == self.d else {"active_dims": self.active_dims}
+        if self.curriculum is not None:
+            extra["curriculum"] = dataclasses.asdict(self.curriculum)
+        return {**super().describe(), **extra}
 
 
 class LeastSquaresBaseline:
@@ -363,7 +432,7 @@ def estimate_task_error(
     return estimate_mean(torch.cat(values).numpy())
 
 
-def make_task(name: str, d: int, N: int, keys: str = "orthonormal") -> Task:
+def make_task(name: str, d: int, N: int, keys: str = "orthonormal", curriculum: Curriculum | None = None) -> Task:
     """Build a task by name.
 
     Args:
@@ -371,15 +440,18 @@ def make_task(name: str, d: int, N: int, keys: str = "orthonormal") -> Task:
         d: token dimension (>= 2).
         N: context length (icl: number of pairs; biased: 2).
         keys: key distribution of ``nearest`` ("orthonormal" = D_N, "iid"); ignored by the other tasks.
+        curriculum: icl only: the training curriculum (`TrainConfig.curriculum`), or None.
 
     Returns:
         the task object.
     """
     name = check_choice("task", name, TASKS)
+    if curriculum is not None and name != "icl":
+        raise ValueError(f"curriculum must be None unless task is 'icl', got task {name!r}")
     if name == "nearest":
         return NearestTask(d, N, keys)
     if name == "farthest":
         return FarthestTask(d, N)
     if name == "biased":
         return BiasedTask(d, N, keys)
-    return LinearRegressionTask(d, N)
+    return LinearRegressionTask(d, N, curriculum=curriculum)

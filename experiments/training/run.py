@@ -37,7 +37,7 @@ def build_run(config: TrainConfig, device: torch.device) -> tuple[Task, torch.nn
 
     Initialisation uses a forked global torch RNG seeded with ``config.seed``, so the caller's RNG is untouched.
     """
-    task = make_task(config.task, config.d, config.N, config.keys)
+    task = make_task(config.task, config.d, config.N, config.keys, curriculum=config.curriculum)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         model = build_model(config, task)

@@ -9,8 +9,10 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from experiments.config import TrainConfig
+from experiments.config import Curriculum, TrainConfig
 
 
 def test_config_round_trip_and_hash() -> None:
@@ -59,9 +61,12 @@ def test_unknown_key_is_an_error() -> None:
 
 
 def test_config_hash_of_0_1_0_configs_is_unchanged() -> None:
-    """embed_dim (added after 0.1.0) enters the hash only when set, so result stores written by 0.1.0 still match."""
+    """embed_dim and the curriculum fields (added after 0.1.0) enter the hash only when set, so result stores written
+    by 0.1.0 still match."""
     config = TrainConfig()
-    old_fields = {k: v for k, v in config.to_dict().items() if k not in ("device", "checkpoint_every", "embed_dim")}
+    later = ("embed_dim", "curriculum_dims", "curriculum_points", "curriculum_dims_increment")
+    later += ("curriculum_points_increment", "curriculum_interval")
+    old_fields = {k: v for k, v in config.to_dict().items() if k not in ("device", "checkpoint_every", *later)}
     old_hash = hashlib.sha256(json.dumps(old_fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     assert config.config_hash() == old_hash
     gpt2 = dataclasses.replace(config, model="gpt2", embed_dim=16, positional="additive")
@@ -79,3 +84,115 @@ def test_importing_the_config_does_not_load_torch() -> None:
     """Presets and the command line build configs without paying for torch (a fresh interpreter)."""
     code = "import sys, experiments.config; assert 'torch' not in sys.modules, 'torch was imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ------------------------------------------------------------------------------------------------ the icl curriculum
+ICL = {"task": "icl", "model": "gpt2", "embed_dim": 16, "positional": "additive", "d": 8, "N": 10, "steps": 3000}
+CURRICULUM = {"curriculum_dims": 2, "curriculum_points": 4, "curriculum_interval": 200}
+
+
+def test_curriculum_round_trip_and_hash() -> None:
+    config = TrainConfig.from_dict({**ICL, **CURRICULUM})
+    again = TrainConfig.from_dict(json.loads(json.dumps(config.to_dict())))
+    assert again == config and again.config_hash() == config.config_hash()
+    assert again.curriculum == config.curriculum is not None
+    plain = TrainConfig.from_dict(ICL)
+    assert plain.curriculum is None and plain.config_hash() != config.config_hash()
+    # Every schedule field is part of the run's identity once a curriculum is on.
+    for name, value in (
+        ("curriculum_dims", 3),
+        ("curriculum_points", 5),
+        ("curriculum_dims_increment", 2),
+        ("curriculum_points_increment", 1),
+        ("curriculum_interval", 100),
+    ):
+        assert dataclasses.replace(config, **{name: value}).config_hash() != config.config_hash(), name
+
+
+def test_curriculum_fields_at_their_defaults_leave_the_hash_unchanged() -> None:
+    """The hash of a config without a curriculum is computed as before the fields existed (written out here)."""
+    config = TrainConfig.from_dict(ICL)
+    new_fields = ("curriculum_dims", "curriculum_points", "curriculum_dims_increment")
+    new_fields += ("curriculum_points_increment", "curriculum_interval")
+    before = {k: v for k, v in config.to_dict().items() if k not in ("device", "checkpoint_every", *new_fields)}
+    digest = hashlib.sha256(json.dumps(before, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    assert config.config_hash() == digest
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"curriculum_dims": 9}, "curriculum_dims must be an integer in \\[0, 8\\], got 9"),
+        ({"curriculum_dims": -1}, "curriculum_dims must be an integer in \\[0, 8\\]"),
+        ({"curriculum_points": 11}, "curriculum_points must be an integer in \\[0, 10\\], got 11"),
+        ({"curriculum_dims": 2, "curriculum_interval": 0}, "curriculum_interval must be an integer >= 1"),
+        ({"curriculum_dims": 2, "curriculum_dims_increment": 0}, "curriculum_dims_increment must be"),
+        ({"curriculum_points": 2, "curriculum_points_increment": 0.5}, "curriculum_points_increment must be"),
+        ({"curriculum_interval": 500}, "curriculum_interval applies only to a curriculum"),
+        ({"curriculum_dims_increment": 2}, "curriculum_dims_increment applies only to a curriculum"),
+        # dims 2 -> 8 in +1 stages of 600 steps: the full task only from step 3600 >= 3000 steps.
+        ({"curriculum_dims": 2, "curriculum_interval": 600}, "only at step 3600 .* steps must be > 3600, got 3000"),
+        ({"curriculum_dims": 2, "curriculum_interval": 500}, "only at step 3000 "),  # must end before the last step
+    ],
+)
+def test_invalid_curricula(changes: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        TrainConfig.from_dict({**ICL, **changes})
+
+
+def test_curriculum_only_for_icl() -> None:
+    with pytest.raises(ValueError, match="curriculum_dims and curriculum_points must be 0 unless task is 'icl'"):
+        TrainConfig(task="farthest", d=16, N=8, curriculum_points=4, curriculum_interval=100)
+
+
+def _simulated_stages(curriculum: Curriculum, steps: int) -> list[tuple[int, int]]:
+    """Garg et al.'s update rule step by step: after every interval-th step, grow each axis by its increment, capped."""
+    dims, points, stages = curriculum.dims, curriculum.points, []
+    for step in range(steps):
+        stages.append((dims, points))
+        if (step + 1) % curriculum.interval == 0:
+            dims = min(curriculum.d, dims + curriculum.dims_increment)
+            points = min(curriculum.N, points + curriculum.points_increment)
+    return stages
+
+
+@given(
+    d=st.integers(2, 12),
+    N=st.integers(1, 12),
+    data=st.data(),
+)
+def test_curriculum_schedule_matches_the_update_rule(d: int, N: int, data: st.DataObject) -> None:
+    curriculum = Curriculum(
+        d=d,
+        N=N,
+        dims=data.draw(st.integers(1, d)),
+        points=data.draw(st.integers(1, N)),
+        dims_increment=data.draw(st.integers(1, 3)),
+        points_increment=data.draw(st.integers(1, 3)),
+        interval=data.draw(st.integers(1, 5)),
+    )
+    steps = curriculum.end_step + 2 * curriculum.interval
+    simulated = _simulated_stages(curriculum, steps)
+    assert [(curriculum.dims_at(s), curriculum.points_at(s)) for s in range(steps)] == simulated
+    # end_step is the first step of the full task, and the full task stays.
+    full = [s for s, stage in enumerate(simulated) if stage == (d, N)]
+    assert full[0] == curriculum.end_step and full == list(range(curriculum.end_step, steps))
+
+
+def test_garg_curriculum_reaches_the_full_task_at_step_30000() -> None:
+    """docs/paper.md section 6: dimensions 5 -> 20 (+1) and points 11 -> 41 (+2) every 2000 steps: 15 stages each."""
+    garg = TrainConfig.from_dict(
+        {**ICL, "d": 20, "N": 41, "steps": 500_000, "curriculum_dims": 5, "curriculum_points": 11}
+    ).curriculum
+    assert garg is not None and (garg.dims_increment, garg.points_increment, garg.interval) == (1, 2, 2000)
+    assert garg.end_step == 30_000
+    assert (garg.dims_at(29_999), garg.points_at(29_999)) == (19, 39)
+    assert (garg.dims_at(0), garg.points_at(0), garg.dims_at(2000), garg.points_at(2000)) == (5, 11, 6, 13)
+
+
+def test_curriculum_on_one_axis_keeps_the_other_full() -> None:
+    config = TrainConfig.from_dict({**ICL, "curriculum_points": 4, "curriculum_interval": 100})
+    curriculum = config.curriculum
+    assert curriculum is not None and curriculum.dims == 8
+    assert [curriculum.points_at(s) for s in (0, 99, 100, 200, 300, 10_000)] == [4, 4, 6, 8, 10, 10]
+    assert curriculum.end_step == 300

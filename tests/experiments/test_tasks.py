@@ -10,6 +10,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from experiments.config import Curriculum
 from experiments.tasks import (
     AveragingBaseline,
     Batch,
@@ -173,3 +174,93 @@ def test_biased_task_wraps_theory_target() -> None:
     batch = task.sample(32, gen(0))
     expected = biased_target(batch.context.numpy(), batch.query.numpy())  # type: ignore[union-attr]
     np.testing.assert_allclose(batch.target.numpy(), expected, rtol=0, atol=0)
+
+
+# ------------------------------------------------------------------------------------------------ the icl curriculum
+def _curriculum(d: int = 6, N: int = 9, dims: int = 2, points: int = 3, interval: int = 10) -> Curriculum:
+    return Curriculum(d=d, N=N, dims=dims, points=points, dims_increment=1, points_increment=2, interval=interval)
+
+
+def test_curriculum_stages_follow_the_schedule() -> None:
+    """dims 2 -> 6 (+1) and points 3 -> 9 (+2) every 10 steps: stages (2, 3), (3, 5), (4, 7), (5, 9), (6, 9)."""
+    curriculum = _curriculum()
+    task = make_task("icl", 6, 9, curriculum=curriculum)
+    assert isinstance(task, LinearRegressionTask) and task.full_task_from == curriculum.end_step == 40
+    expected = {0: (2, 3), 9: (2, 3), 10: (3, 5), 25: (4, 7), 39: (5, 9)}
+    for step, (dims, points) in expected.items():
+        stage = task.at_step(step)
+        assert isinstance(stage, LinearRegressionTask) and stage is not task
+        assert (stage.active_dims, stage.N, stage.d, stage.sequence_length) == (dims, points, 6, 2 * points)
+        assert stage.at_step(0) is stage and stage.full_task_from == 0  # a stage has no curriculum of its own
+    assert task.at_step(40) is task and task.at_step(10**9) is task
+    assert task.at_step(3) is task.at_step(7)  # one object per stage
+    plain = make_task("icl", 6, 9)
+    assert plain.at_step(0) is plain and plain.full_task_from == 0
+    farthest = make_task("farthest", 4, 3)
+    assert farthest.at_step(5) is farthest and farthest.full_task_from == 0
+
+
+def test_curriculum_stage_batches_truncate_dimensions_and_pairs() -> None:
+    stage = make_task("icl", 6, 9, curriculum=_curriculum()).at_step(25)  # 4 active dimensions, 7 pairs
+    batch = stage.sample(32, gen(0))
+    assert batch.tokens.shape == (32, 14, 6) and batch.context.shape == (32, 7, 6) and batch.target.shape == (32, 7)
+    X, w = batch.context.numpy(), batch.aux.numpy()  # type: ignore[union-attr]
+    assert np.all(X[:, :, 4:] == 0.0) and np.all(w[:, 4:] == 0.0)
+    assert np.all(X[:, :, :4] != 0.0) and np.all(w[:, :4] != 0.0)
+    np.testing.assert_allclose(batch.target.numpy(), np.einsum("bnd,bd->bn", X, w), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(batch.tokens[:, 0::2].numpy(), X)
+    np.testing.assert_array_equal(batch.tokens[:, 1::2, 0].numpy(), batch.target.numpy())
+
+
+def test_curriculum_leaves_the_full_task_and_evaluation_unchanged() -> None:
+    """sample() of a task with a curriculum, and the full stage, draw exactly the batches of a task without one."""
+    with_curriculum = make_task("icl", 6, 9, curriculum=_curriculum())
+    plain = make_task("icl", 6, 9)
+    for batch in (with_curriculum.sample(16, gen(4)), with_curriculum.at_step(40).sample(16, gen(4))):
+        reference = plain.sample(16, gen(4))
+        assert torch.equal(batch.tokens, reference.tokens) and torch.equal(batch.aux, reference.aux)  # type: ignore
+
+
+def test_curriculum_stage_errors_match_closed_forms() -> None:
+    """At a stage with a active dimensions (x, w ~ N(0, I_a) padded with zeros), error = squared error / d:
+
+    zero predictor E<w, x>^2 / d = a / d; minimum-norm least squares (error (a - i) / a of E<w, x>^2 at i < a
+    examples, 0 from a on): (a - i) / d. n = 20 000 sequences; acceptance within Z = 4 standard errors per position.
+    """
+    d, n = 6, 20_000
+    stage = make_task("icl", d, 9, curriculum=_curriculum()).at_step(25)  # a = 4 active dimensions, 7 pairs
+    assert isinstance(stage, LinearRegressionTask)
+    a = stage.active_dims
+    zero_mean, zero_se = _position_errors(ZeroBaseline(), stage, n, 7)
+    assert np.all(np.abs(zero_mean - a / d) <= Z * zero_se), (zero_mean, a / d, zero_se)
+    # Negative control: the same test rejects the full task's zero-predictor error, 1.
+    assert np.all(np.abs(zero_mean - 1.0) > Z * zero_se)
+    mean, se = _position_errors(LeastSquaresBaseline(), stage, n, 8)
+    i = np.arange(stage.N)
+    assert np.all(np.abs(mean[:a] - (a - i[:a]) / d) <= Z * se[:a]), (mean, se)
+    assert np.all(mean[a:] < 1e-12)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"name": "farthest", "d": 6, "N": 9, "curriculum": _curriculum()}, "curriculum must be None unless task"),
+        (
+            {"name": "icl", "d": 6, "N": 8, "curriculum": _curriculum()},
+            "curriculum must end at this task's d = 6 and N",
+        ),
+        ({"name": "icl", "d": 6, "N": 9, "curriculum": (2, 3)}, "curriculum must be a Curriculum or None"),
+    ],
+)
+def test_bad_curriculum_arguments(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        make_task(**kwargs)
+
+
+def test_bad_active_dims_and_step() -> None:
+    with pytest.raises(ValueError, match="active_dims must be an integer in \\[1, 6\\]"):
+        LinearRegressionTask(6, 4, active_dims=7)
+    with pytest.raises(ValueError, match="active_dims must be an integer >= 1"):
+        LinearRegressionTask(6, 4, active_dims=0)
+    with pytest.raises(ValueError, match="step must be an integer >= 0"):
+        make_task("icl", 6, 9, curriculum=_curriculum()).at_step(-1)
