@@ -281,3 +281,56 @@ def materialise(argv: list[str], root: Path) -> list[str]:
 
 
 Check = Callable[[list[str]], list[str]]
+
+
+# --- attnrank import -------------------------------------------------------------------------------------------------
+
+IMPORT_MHA = ["import", "--from", "torch-mha", "mha.pt", "--num-heads", "2", "--out", "new.safetensors"]
+IMPORT_REFERENCE = ["import", "--from", "reference-encoder", "ref.ckpt", "--num-heads", "2", "--task", "farthest"]
+IMPORT_REFERENCE += ["--out", "newrun"]
+"""Valid imports in the import workspace (mha.pt: nn.MultiheadAttention(4, 2); ref.ckpt: a reference encoder with
+d = 4, p = 2 concatenated codes over maxN = 4 positions, blocks of 2 heads): each case below breaks one thing."""
+
+
+def _from_cases(base: list[str], values: tuple[str, ...], position: int) -> Iterator[list[str]]:
+    """``base`` with its --from SOURCE (position 0) or FILE (position 1) replaced by each value."""
+    index = base.index("--from") + 1 + position
+    for value in values:
+        argv = list(base)
+        argv[index] = value
+        yield argv
+
+
+def import_argv_table() -> list[tuple[str, list[str]]]:
+    """(case id, argv) for bad input to `attnrank import` (run in the import workspace, see test_fuzz_cli)."""
+    cases: list[list[str]] = []
+    for base in (IMPORT_MHA, IMPORT_REFERENCE):
+        heads = INT_JUNK + ("0", "-1", "5", "7", "1000000000")  # 5 and 7 divide neither d = 4 nor D = 6
+        cases += _flag_cases(base, "--num-heads", heads)
+        cases += _from_cases(base, ("", "onnx", "Torch-MHA", "reference_encoder", "torch"), 0)
+        foreign = ("", "missing.pt", "DIR", "decoy.txt", "good.safetensors", "/dev/null", "run/checkpoint.pt")
+        cases += _from_cases(base, foreign, 1)
+        cases += [[a for a in base if a not in ("--out", "new.safetensors", "newrun")]]  # --out missing
+        cases += [base[: base.index("--num-heads")] + base[base.index("--num-heads") + 2 :]]  # --num-heads missing
+    cases += _from_cases(IMPORT_MHA, ("ref.ckpt",), 1)  # mislabelled: a whole encoder is not one module
+    cases += _from_cases(IMPORT_REFERENCE, ("mha.pt",), 1)  # mislabelled: one module is not an encoder
+    cases += _out_cases(IMPORT_MHA)
+    cases += _flag_cases(IMPORT_MHA, "--out", ("decoy.txt/x", "mha.pt"))
+    cases += _flag_cases(IMPORT_MHA, "--task", ("nearest",))  # reference-only flags
+    cases += _flag_cases(IMPORT_MHA, "--N", ("3",))
+    reference_out = tuple(p for p in PATH_JUNK_NAMES if p != "DIR") + ("decoy.txt", "run", "decoy.txt/x")
+    cases += _flag_cases(IMPORT_REFERENCE, "--out", reference_out)  # an empty DIR is fine; a run is never replaced
+    cases += _flag_cases(IMPORT_REFERENCE, "--task", ("", "nope", "icl", "FARTHEST"))
+    cases += _flag_cases(IMPORT_REFERENCE, "--N", INT_JUNK + ("0", "-1", "5", "100"))  # the table holds 4 positions
+    cases += _flag_cases([*IMPORT_REFERENCE, "--task", "nearest"], "--N", ("4",))  # 4 keys + the query: 5 > 4
+    cases += _flag_cases([*IMPORT_REFERENCE, "--task", "nearest"], "--keys", ("", "weird"))
+    cases += _flag_cases([*IMPORT_REFERENCE, "--task", "biased"], "--N", ("3",))
+    cases += [["import"], ["import", "--from", "torch-mha"], ["import", "--from"], [*IMPORT_MHA, "extra"]]
+    cases += [[*IMPORT_MHA, "--json=1"], ["import", "--from", "torch-mha", "mha.pt", "ref.ckpt", "--num-heads", "2"]]
+    seen: set[str] = set()
+    table = []
+    for argv in cases:
+        if repr(argv) not in seen:
+            seen.add(repr(argv))
+            table.append((f"import-{len(table):03d}:{' '.join(argv)[:60]}", argv))
+    return table

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,16 +28,20 @@ from tests.experiments.cli.cli_fuzz import (
     BOUND,
     EVAL,
     FULL_RANK,
+    IMPORT_MHA,
+    IMPORT_REFERENCE,
     MAJORITY_VOTE,
     RANDOM_FEATURES,
     TRAIN,
     Outcome,
     bad_argv_table,
+    import_argv_table,
     invoke,
     materialise,
     refusal_problems,
     snapshot,
 )
+from tests.experiments.models.reference_checkpoints import random_reference_state
 
 TABLE = bad_argv_table()
 MIN_CASES = 500
@@ -188,3 +193,48 @@ def test_the_real_exit_path(argv: list[str], tmp_path: Path) -> None:
     problems = refusal_problems(Outcome(proc.returncode, proc.stdout, proc.stderr), before, snapshot(tmp_path))
     assert not problems, (problems, proc.stderr)
     shutil.rmtree(tmp_path / "reports")
+
+
+# --- attnrank import -------------------------------------------------------------------------------------------------
+
+IMPORT_TABLE = import_argv_table()
+
+
+@pytest.fixture(scope="module")
+def import_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The valid inputs of `import_argv_table` (mha.pt, ref.ckpt) next to foreign files: a weight file, a decoy, an
+    empty DIR and a finished training run (its checkpoint.pt is a torch file, but not a state dict)."""
+    root = tmp_path_factory.mktemp("import-fuzz")
+    save_full_rank(root / "good.safetensors", 3, 10.0)
+    (root / "decoy.txt").write_text("do not touch\n")
+    (root / "DIR").mkdir()
+    torch.save(torch.nn.MultiheadAttention(4, 2).state_dict(), root / "mha.pt")
+    state = random_reference_state(d=4, num_heads=2, positional_dim=2, max_length=4)
+    torch.save({"epoch": 1, "state_dict": {f"model.{k}": v for k, v in state.items()}}, root / "ref.ckpt")
+    run = ["train", "--task", "farthest", "--d", "4", "--N", "3", "--rank", "4", "--ffn-dim", "8", "--steps", "2"]
+    assert main([*run, "--batch-size", "4", "--out", str(root / "run"), "--no-progress"]) == 0
+    return root
+
+
+def test_the_import_table_bases_are_accepted(import_workspace: Path, tmp_path: Path, capsys, monkeypatch) -> None:  # noqa: ANN001
+    """Positive control: each base argv of the import table succeeds, so a refused case is refused for its change."""
+    shutil.copytree(import_workspace, tmp_path / "w")
+    monkeypatch.chdir(tmp_path / "w")
+    for base in (IMPORT_MHA, IMPORT_REFERENCE):
+        outcome = invoke(materialise(base, tmp_path / "w"), capsys)
+        assert outcome.status == 0, (base, outcome.err)
+
+
+def test_every_bad_import_argv_is_refused_in_one_line(import_workspace: Path, capsys, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.chdir(import_workspace)
+    failures = []
+    before = snapshot(import_workspace)
+    for case_id, argv in IMPORT_TABLE:
+        outcome = invoke(materialise(argv, import_workspace), capsys)
+        after = snapshot(import_workspace)
+        problems = refusal_problems(outcome, before, after)
+        if problems:
+            failures.append(f"{case_id}: {'; '.join(problems)} | stderr: {outcome.err.strip()[:200]}")
+            before = after
+    print(f"import fuzz table: {len(IMPORT_TABLE)} cases, {len(failures)} refused improperly")
+    assert len(IMPORT_TABLE) >= 100 and not failures, "\n".join(failures)
