@@ -9,6 +9,7 @@ exit status 2, no traceback and no file created or changed.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import struct
 from collections.abc import Callable
@@ -16,10 +17,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
 from tests.experiments.cli.cli_fuzz import invoke, refusal_problems, snapshot
+from tests.experiments.models.reference_checkpoints import random_reference_state
 
 # --- weight files ----------------------------------------------------------------------------------------------------
 
@@ -403,3 +406,137 @@ def test_every_damaged_store_is_refused(good_store, capsys, tmp_path) -> None:
                 failures.append(f"{label} ({command}): {'; '.join(problems)} | {outcome.err.strip()[:160]}")
     print(f"stores: {cases} damaged cases, {len(failures)} accepted or refused improperly")
     assert not failures, "\n".join(failures)
+
+
+# --- files read by `attnrank import` ---------------------------------------------------------------------------------
+
+
+class TrainingCodeObject:
+    """Stands for a class of someone's training code inside a checkpoint: the safe loader must not build it."""
+
+
+IMPORTERS: dict[str, Callable[[Path, Path], list[str]]] = {
+    "torch-mha": lambda f, out: (
+        ["import", "--from", "torch-mha", str(f), "--num-heads", "2"] + ["--out", str(out / "imported.safetensors")]
+    ),
+    "reference-encoder": lambda f, out: (
+        ["import", "--from", "reference-encoder", str(f), "--num-heads", "2"]
+        + ["--task", "farthest", "--N", "3", "--out", str(out / "imported-run")]
+    ),
+}
+
+
+def _good_import_inputs(root: Path) -> dict[str, dict[str, torch.Tensor]]:
+    """The two sources' undamaged state dicts (float32, as trained models are saved)."""
+    generator = torch.Generator().manual_seed(0)
+    mha = torch.nn.MultiheadAttention(4, 2)
+    with torch.no_grad():
+        mha.in_proj_bias.copy_(torch.cat([torch.zeros(4), torch.randn(4, generator=generator), torch.zeros(4)]))
+    reference = random_reference_state(d=4, num_heads=2, width=2, layers=2, positional_dim=2, max_length=4)
+    return {
+        "torch-mha": dict(mha.state_dict()),
+        "reference-encoder": {f"model.{k}": v.float() for k, v in reference.items()},
+    }
+
+
+def _state_damages(state: dict[str, torch.Tensor]) -> dict[str, dict]:
+    """Tensor-level damages, each of which leaves the file readable but not a model of its source."""
+    names = sorted(state)
+    weight = next(k for k in names if k.endswith("in_proj_weight"))
+    damaged: dict[str, dict] = {}
+    for label, value in (("nan", math.nan), ("inf", math.inf)):
+        changed = dict(state)
+        changed[weight] = state[weight].clone()
+        changed[weight].view(-1)[0] = value
+        damaged[f"{label}-in-{weight}"] = changed
+    damaged["missing-weight"] = {k: v for k, v in state.items() if k != weight}
+    damaged["extra-key"] = {**state, "extra.weight": torch.zeros(2)}
+    damaged["reshaped"] = {**state, weight: state[weight][:, :3].contiguous()}
+    damaged["integer"] = {**state, weight: state[weight].to(torch.int64)}
+    damaged["renamed"] = {k.replace("in_proj", "inproj"): v for k, v in state.items()}
+    damaged["non-tensor"] = {**state, "step": 3}
+    damaged["unsafe-object"] = {"state_dict": state, "hyper_parameters": {"data": TrainingCodeObject()}}
+    damaged["lightning-list"] = {"state_dict": list(state.values())}
+    damaged["empty"] = {}
+    bias = next((k for k in names if k.endswith("out_proj.bias")), None)
+    if bias is not None:
+        damaged["one-bias-missing"] = {k: v for k, v in state.items() if k != bias}
+    layer_norm = {k.replace("norm1.scale", "norm1.weight"): v for k, v in state.items()}
+    if layer_norm != state:
+        damaged["layer-norm"] = layer_norm  # an older reference version: LayerNorm, not the scalar L2 norm
+    return damaged
+
+
+def damaged_import_inputs(root: Path) -> list[tuple[str, Path]]:
+    """(reader, file) pairs: every damage of each source, in torch and safetensors containers, for its own reader;
+    plus mislabelled inputs (each source's good file given to the other reader, foreign files given to both)."""
+    corpus: list[tuple[str, Path]] = []
+    good = _good_import_inputs(root)
+    for source, state in good.items():
+        torch_file, safetensors_file = root / f"{source}.good.pt", root / f"{source}.good.safetensors"
+        torch.save(state, torch_file)
+        save_file({k: v.contiguous().numpy() for k, v in state.items()}, str(safetensors_file))
+        for container, path in (("pt", torch_file), ("safetensors", safetensors_file)):
+            raw = path.read_bytes()
+            damages = {f"truncated-{n}": raw[:n] for n in (0, 4, 9, 64, len(raw) // 2, len(raw) - 1)}
+            damages["garbage"] = b"\x80\x02garbage" * 9 if container == "pt" else b"{not json" * 9
+            if container == "safetensors":
+                damages.update(_byte_damages(raw))
+            for label, data in damages.items():
+                target = root / f"{source}.{label}.{container}"
+                target.write_bytes(data)
+                corpus.append((source, target))
+        for label, content in _state_damages(state).items():
+            target = root / f"{source}.state-{label}.pt"
+            torch.save(content, target)
+            corpus.append((source, target))
+            if content and all(isinstance(v, torch.Tensor) for v in content.values()):  # the same in safetensors
+                target = root / f"{source}.state-{label}.safetensors"
+                save_file({k: v.contiguous().numpy() for k, v in content.items()}, str(target))
+                corpus.append((source, target))
+        other = "reference-encoder" if source == "torch-mha" else "torch-mha"
+        corpus += [(other, torch_file), (other, safetensors_file)]  # mislabelled
+    foreign = root / "weight-file.safetensors"
+    from constructions.full_rank import save_full_rank
+
+    save_full_rank(foreign, 4, 3.0)
+    checkpoint = root / "our-checkpoint.pt"  # a training checkpoint of ours: a torch file, not a state dict
+    torch.save({"version": 2, "model": good["torch-mha"], "step": 0}, checkpoint)
+    corpus += [(reader, path) for reader in IMPORTERS for path in (foreign, checkpoint)]
+    return corpus
+
+
+def test_the_importers_accept_the_undamaged_inputs(capsys, tmp_path) -> None:  # noqa: ANN001
+    """Positive control for the corpus below: each source's undamaged file, in both containers, is imported."""
+    good = _good_import_inputs(tmp_path)
+    for source, state in good.items():
+        torch.save(state, tmp_path / f"{source}.pt")
+        save_file({k: v.contiguous().numpy() for k, v in state.items()}, str(tmp_path / f"{source}.safetensors"))
+        for suffix in ("pt", "safetensors"):
+            out = tmp_path / f"out-{source}-{suffix}"
+            out.mkdir()
+            outcome = invoke(IMPORTERS[source](tmp_path / f"{source}.{suffix}", out), capsys)
+            assert outcome.status == 0, (source, suffix, outcome.err)
+
+
+def test_every_damaged_or_mislabelled_import_input_is_refused(capsys, tmp_path) -> None:  # noqa: ANN001
+    corpus_dir, out = tmp_path / "corpus", tmp_path / "out"
+    corpus_dir.mkdir()
+    out.mkdir()
+    corpus = damaged_import_inputs(corpus_dir)
+    before = snapshot(corpus_dir)
+    out_before = snapshot(out)
+    failures = []
+    for reader, path in corpus:
+        outcome = invoke(IMPORTERS[reader](path, out), capsys)
+        problems = refusal_problems(outcome, out_before, snapshot(out))
+        if not problems and path.name not in outcome.err:
+            problems.append("the message does not name the file")
+        if problems:
+            failures.append(f"{reader} {path.name}: {'; '.join(problems)} | {outcome.err.strip()[:160]}")
+            shutil.rmtree(out, ignore_errors=True)
+            out.mkdir()
+    if snapshot(corpus_dir) != before:
+        failures.append("corpus files changed")
+    print(f"import inputs: {len(corpus)} damaged or mislabelled, {len(failures)} accepted or refused improperly")
+    assert len(corpus) >= 100 and not failures, "\n".join(failures)
