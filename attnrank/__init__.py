@@ -14,6 +14,10 @@ Evaluating and exporting:
     evaluate(path, task=..., N=..., samples=..., seed=...) -> dict   Monte Carlo error next to the file's prediction
     weight_file_model(weights) -> model(X, y)                         the reference (numpy) evaluator of a file
     torch_mha_export(weights), stock_attention(export)               a stock torch.nn.MultiheadAttention
+Importing models trained elsewhere (docs/import.md):
+    import_torch_mha(path, num_heads, out), torch_mha_import(state_dict, num_heads)   stock attention -> weight file
+    import_reference_encoder(path, out_dir, num_heads=..., task=...)                  reference encoder -> run dir
+    reference_state_from_encoder(encoder, prefix)                                     our encoder -> reference layout
 Training and sweeping:
     TrainConfig, train(config, out_dir), train_batched(configs), load_trained_model(out_dir)
     PRESETS, run_sweep(preset, scale, out)
@@ -24,13 +28,16 @@ from constructions.evaluate import evaluate_weight_file as evaluate
 from constructions.evaluate import weight_file_model
 from constructions.export_torch import stock_attention, torch_mha_export
 from constructions.full_rank import save_full_rank
+from constructions.import_torch import import_torch_mha, torch_mha_import
 from constructions.majority_vote import build_majority_vote, save_majority_vote
 from constructions.random_features import construct_random_features
 from constructions.weights_io import WeightFile, load_weights, save_weights
 from experiments.cli.version import package_version
 from experiments.config import TrainConfig, TrainResult
+from experiments.models.reference_layout import reference_state_from_encoder
 from experiments.sweeps.presets import PRESETS
 from experiments.sweeps.runner import run_sweep
+from experiments.training.imported_run import import_reference_encoder
 from experiments.training.loop import train, train_batched
 from experiments.training.run import load_trained_model
 from theory.bounds import BoundInterval, full_rank_error, min_heads, rank_lower_bound
@@ -49,10 +56,13 @@ __all__ = [
     "construct_random_features",
     "evaluate",
     "full_rank_error",
+    "import_reference_encoder",
+    "import_torch_mha",
     "load_trained_model",
     "load_weights",
     "min_heads",
     "rank_lower_bound",
+    "reference_state_from_encoder",
     "run_sweep",
     "save_biased_construction",
     "save_full_rank",
@@ -60,6 +70,7 @@ __all__ = [
     "save_weights",
     "stock_attention",
     "torch_mha_export",
+    "torch_mha_import",
     "train",
     "train_batched",
     "weight_file_model",

@@ -107,3 +107,27 @@ def test_an_import_never_overwrites_and_leaves_nothing_on_refusal(tmp_path: Path
         write_imported_run(run.config, {"network.bogus": torch.zeros(1)}, tmp_path / "other", {})
     leftovers = sorted(p.name for p in tmp_path.iterdir())
     assert leftovers == ["new", "taken", "weights.pt"], leftovers  # no staging directory, no half-written run
+
+
+def test_the_public_import_functions_name_a_bad_argument(tmp_path: Path) -> None:
+    import attnrank
+
+    torch.save(random_reference_state(d=4, num_heads=2), tmp_path / "weights.pt")
+    good = {"num_heads": 2, "task": "farthest", "N": 3}
+    with pytest.raises(TypeError, match="out_dir must be"):
+        attnrank.import_reference_encoder(tmp_path / "weights.pt", 3, **good)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="path must be"):
+        attnrank.import_reference_encoder(None, tmp_path / "a", **good)  # type: ignore[arg-type]
+    with pytest.raises(FileNotFoundError):
+        attnrank.import_reference_encoder(tmp_path / "missing.pt", tmp_path / "a", **good)
+    for name, value, message in (
+        ("num_heads", "2", "num_heads must be an integer"),
+        ("task", "x", "task must be"),
+        ("N", 0, "N must be"),
+        ("keys", "x", "keys must be"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            attnrank.import_reference_encoder(tmp_path / "weights.pt", tmp_path / "a", **{**good, name: value})
+    with pytest.raises(TypeError, match="encoder must be"):
+        attnrank.reference_state_from_encoder(torch.nn.Linear(2, 2))  # type: ignore[arg-type]
+    assert not (tmp_path / "a").exists()
