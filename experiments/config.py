@@ -206,7 +206,8 @@ class TrainConfig:
         self._check_curriculum()
 
     def _check_curriculum(self) -> None:
-        """ValueError unless the curriculum fields describe no curriculum, or one of icl that ends before the last step.
+        """ValueError unless the curriculum fields describe no curriculum, or one of icl whose full task is trained
+        for at least the last epoch (the epochs graded by best_loss are those on the full task).
 
         curriculum_dims = curriculum_points = 0 means no curriculum; the schedule fields must then keep their
         defaults (a changed interval alone would do nothing, yet give the run another hash).
@@ -227,11 +228,12 @@ class TrainConfig:
             raise ValueError(f"curriculum_dims and curriculum_points must be 0 unless task is 'icl', got {self.task!r}")
         curriculum = self.curriculum
         assert curriculum is not None
-        if curriculum.end_step >= self.steps:
+        if curriculum.end_step > self.steps - self.log_every:  # so the last epoch, at least, is on the full task
             raise ValueError(
                 f"the curriculum reaches d = {self.d} dimensions and N = {self.N} pairs only at step "
-                f"{curriculum.end_step} (curriculum_interval {self.curriculum_interval}); it must end before the last "
-                f"step, so steps must be > {curriculum.end_step}, got {self.steps}"
+                f"{curriculum.end_step} (curriculum_interval {self.curriculum_interval}); it must end at least one "
+                f"epoch (log_every = {self.log_every} steps) before the last step, so steps must be >= "
+                f"{curriculum.end_step + self.log_every}, got {self.steps}"
             )
 
     @property

@@ -158,8 +158,9 @@ def check_stats(path: Path, stats: Any, step: int, config: TrainConfig) -> None:
     """ValueError naming ``path`` and the field unless ``stats`` are valid epoch statistics after ``step`` steps.
 
     epoch_sum: finite real; epoch_count: integer, 0 at the last step, else step mod log_every (the epochs close every
-    log_every steps and at the end); best: finite real once an epoch has closed (step >= log_every), else +inf;
-    last_epoch: finite real once an epoch has closed, else nan; elapsed: finite real >= 0.
+    log_every steps and at the end); last_epoch: finite real once an epoch has closed (step >= log_every), else nan;
+    best: the lowest epoch mean on the full task (`graded_epoch_closed`), so +inf until such an epoch has closed,
+    then a finite real no larger than last_epoch; elapsed: finite real >= 0.
     """
     if not isinstance(stats, dict):
         raise ValueError(f"{path}: field stats must be a dict, got {type(stats).__name__}")
@@ -182,17 +183,41 @@ def check_stats(path: Path, stats: Any, step: int, config: TrainConfig) -> None:
     if not math.isfinite(stats["elapsed"]) or stats["elapsed"] < 0:
         raise ValueError(f"{path}: field stats.elapsed must be finite and >= 0, got {stats['elapsed']!r}")
     closed = step >= config.log_every or step == config.steps
-    for key in ("best", "last_epoch"):
-        value = stats[key]
-        if closed and not math.isfinite(value):
-            raise ValueError(f"{path}: field stats.{key} must be finite once an epoch has closed, got {value!r}")
-    if not closed and not (stats["best"] == math.inf and math.isnan(stats["last_epoch"])):
+    graded = graded_epoch_closed(step, config)
+    if closed and not math.isfinite(stats["last_epoch"]):
         raise ValueError(
-            f"{path}: fields stats.best, stats.last_epoch must be inf, nan before the first epoch closes, got "
-            f"{stats['best']!r}, {stats['last_epoch']!r}"
+            f"{path}: field stats.last_epoch must be finite once an epoch has closed, got {stats['last_epoch']!r}"
         )
-    if closed and stats["best"] > stats["last_epoch"]:
+    if graded and not math.isfinite(stats["best"]):
+        raise ValueError(f"{path}: field stats.best must be finite once an epoch has closed, got {stats['best']!r}")
+    if not closed and not math.isnan(stats["last_epoch"]):
+        raise ValueError(
+            f"{path}: field stats.last_epoch must be nan before the first epoch closes, got {stats['last_epoch']!r}"
+        )
+    if not graded and stats["best"] != math.inf:
+        raise ValueError(
+            f"{path}: field stats.best must be inf before the first epoch on the full task closes, "
+            f"got {stats['best']!r}"
+        )
+    if graded and stats["best"] > stats["last_epoch"]:
         raise ValueError(f"{path}: field stats.best ({stats['best']!r}) exceeds stats.last_epoch")
+
+
+def graded_epoch_closed(step: int, config: TrainConfig) -> bool:
+    """Whether, after ``step`` steps, an epoch trained wholly on the full task has closed (best_loss is defined).
+
+    Epochs close every log_every steps and at the last step; the last one closed started at
+    log_every * floor((step - 1) / log_every) (also for a short final epoch). Without a curriculum every epoch counts.
+    """
+    if step < config.log_every and step != config.steps:
+        return False
+    full_from = 0 if config.curriculum is None else config.curriculum.end_step
+    last_closed_start = (
+        config.log_every * ((step - 1) // config.log_every)
+        if step == config.steps
+        else (config.log_every * (step // config.log_every - 1))
+    )
+    return last_closed_start >= full_from
 
 
 def _check_step(path: Path, state: dict[str, Any], config: TrainConfig) -> int:

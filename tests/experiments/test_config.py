@@ -130,14 +130,23 @@ def test_curriculum_fields_at_their_defaults_leave_the_hash_unchanged() -> None:
         ({"curriculum_points": 2, "curriculum_points_increment": 0.5}, "curriculum_points_increment must be"),
         ({"curriculum_interval": 500}, "curriculum_interval applies only to a curriculum"),
         ({"curriculum_dims_increment": 2}, "curriculum_dims_increment applies only to a curriculum"),
-        # dims 2 -> 8 in +1 stages of 600 steps: the full task only from step 3600 >= 3000 steps.
-        ({"curriculum_dims": 2, "curriculum_interval": 600}, "only at step 3600 .* steps must be > 3600, got 3000"),
-        ({"curriculum_dims": 2, "curriculum_interval": 500}, "only at step 3000 "),  # must end before the last step
+        # dims 2 -> 8 in +1 stages of 600 steps: the full task only from step 3600 > 3000 steps.
+        ({"curriculum_dims": 2, "curriculum_interval": 600}, "only at step 3600 .* steps must be >= 3650, got 3000"),
+        # stages of 496 steps: full task from step 2976, less than one epoch (log_every 50) before the end.
+        ({"curriculum_dims": 2, "curriculum_interval": 496}, "only at step 2976 .* must be >= 3026, got 3000"),
     ],
 )
 def test_invalid_curricula(changes: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         TrainConfig.from_dict({**ICL, **changes})
+
+
+def test_curriculum_may_end_exactly_one_epoch_before_the_last_step() -> None:
+    config = TrainConfig.from_dict({**ICL, "curriculum_dims": 2, "curriculum_interval": 495, "log_every": 30})
+    assert config.curriculum is not None and config.curriculum.end_step == 2970 == config.steps - config.log_every
+    with pytest.raises(ValueError, match="must be >= 3020, got 3000"):
+        dataclasses.replace(config, log_every=50)
+    assert dataclasses.replace(config, log_every=10).curriculum == config.curriculum
 
 
 def test_curriculum_only_for_icl() -> None:
