@@ -8,6 +8,8 @@ import dataclasses
 import pytest
 
 from experiments.config import TrainConfig
+from experiments.packing import pack_signature
+from experiments.sweeps import grouping
 from experiments.sweeps.grouping import MAX_PACK, group_into_packs
 from experiments.sweeps.presets import get_preset
 from experiments.sweeps.work import RunPack, RunTask
@@ -22,17 +24,31 @@ def _members(items: list) -> list[list[RunTask]]:
 
 
 def test_fig1_cpu_grid_packs_by_depth() -> None:
-    """fig1 cpu: the ten L = 1 runs (five ranks, two seeds) form one pack and the ten L = 3 runs another (they differ in
-    layers and lr); the L = 3 pack comes first (more work); ranks are adjacent inside each pack."""
+    """fig1 cpu on one worker: the ten L = 1 runs (five ranks, two seeds) form one pack and the ten L = 3 runs
+    another (they differ in layers and lr); the L = 3 pack comes first (more work); ranks are adjacent in each pack."""
     tasks = _tasks(get_preset("fig1").runs("cpu"))
-    items = group_into_packs(tasks, workers=2)
-    packs = _members(items)
-    assert sorted(len(p) for p in packs) == [10, 10]
+    packs = _members(group_into_packs(tasks, workers=1))
+    assert [len(p) for p in packs] == [10, 10]
     assert [{t.spec["layers"] for t in p} for p in packs] == [{3}, {1}]
     for pack in packs:
         ranks = [t.spec["rank"] for t in pack]
         assert ranks == sorted(ranks)
     assert sorted(t.key for p in packs for t in p) == sorted(t.key for t in tasks)
+
+
+def test_packs_are_cut_to_balance_the_workers() -> None:
+    """On two workers the cut never lengthens the estimated makespan, never mixes signatures, and covers every run
+    once; more workers get more, smaller packs."""
+    for preset in ("fig1", "posn", "conjecture6", "figN"):
+        tasks = _tasks(get_preset(preset).runs("cpu"))
+        uncut = _members(group_into_packs(tasks, workers=1))
+        cut = _members(group_into_packs(tasks, workers=2))
+        assert sorted(t.key for p in cut for t in p) == sorted(t.key for t in tasks)
+        assert all(len({pack_signature(TrainConfig.from_dict(t.spec)) for t in p}) == 1 for p in cut)
+        assert grouping._makespan(cut, 2) <= grouping._makespan(uncut, 2)
+    smoke = _tasks(get_preset("smoke").runs("quick"))  # six runs, one signature
+    assert [len(p) for p in _members(group_into_packs(smoke, workers=1))] == [6]
+    assert len(_members(group_into_packs(smoke, workers=8))) > len(_members(group_into_packs(smoke, workers=2))) > 1
 
 
 def test_depth_grid_packs_seeds_of_each_cell() -> None:
@@ -41,13 +57,6 @@ def test_depth_grid_packs_seeds_of_each_cell() -> None:
     packs = _members(group_into_packs(tasks, workers=2))
     assert len(packs) == 10 and all(len(p) == 3 for p in packs)
     assert all(len({(t.spec["layers"], t.spec["width"]) for t in p}) == 1 for p in packs)
-
-
-def test_packs_are_halved_until_every_worker_has_one() -> None:
-    tasks = _tasks(get_preset("smoke").runs("quick"))  # six runs, one signature
-    assert [len(p) for p in _members(group_into_packs(tasks, workers=1))] == [6]
-    assert sorted(len(p) for p in _members(group_into_packs(tasks, workers=2))) == [3, 3]
-    assert sorted(len(p) for p in _members(group_into_packs(tasks, workers=8))) == [1] * 6
 
 
 def test_large_groups_are_cut_into_even_packs() -> None:
