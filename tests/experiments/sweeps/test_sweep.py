@@ -194,9 +194,9 @@ def test_batched_sweep_matches_separate_runs(tmp_path: Path) -> None:
 
 
 def test_packed_sweep_matches_separate_runs(tmp_path: Path) -> None:
-    """The default sweep packs the smoke preset's six runs (three ranks, two seeds: two packs for two workers); each run's
-    losses agree with its unpacked run to float32 rounding (relative 1e-5, as above), and each run directory holds an
-    ordinary checkpoint."""
+    """The default sweep packs the smoke preset's six runs (three ranks, two seeds: two packs for two workers); each
+    run's losses agree with its unpacked run to float32 rounding (relative 1e-5, as above), and each run directory
+    holds an ordinary checkpoint."""
     torch.set_num_threads(1)
     separate = run_sweep(
         "smoke", "quick", tmp_path / "a", workers=1, progress=False, overrides={"steps": 10}, pack=False
