@@ -1,5 +1,5 @@
-"""Compute scaling of the multi-layer claims: how a deciding cell's loss moves with the training budget, a fitted law,
-its projection to the paper's budget, and the scaling verdict of each rule (`experiments.sweeps.claims.SCALING_RULES`).
+"""Compute scaling of the multi-layer claims: how a deciding cell's loss moves with the training budget, the fitted
+law, and its projection (the verdicts of the rules are `experiments.sweeps.scaling_verdicts`).
 
 Data: the long scale's runs (`experiments.sweeps.presets.budget_ladder`): every deciding cell trained at several
 budgets, each budget a run with its own warm-up + cosine schedule. A run contributes one point (n, L): n = steps x
@@ -16,38 +16,30 @@ Jacobian of the log residuals); a cell with fewer than 4 runs is not fitted. Pro
 (clipped to the bounds), the projected quantity computed for each. With 4 to 7 points and 3 parameters these
 intervals are wide, and they say so.
 
-The verdict of a rule (`scaling_verdict`): ``reaches`` (the rule's magnitude holds at a measured budget: the smallest
-such), ``projected`` (on the fitted curves it holds from some n beyond the ladder, up to `PROJECTION_LIMIT` times the
-paper's budget), ``flattens`` (it never holds on the fitted curves, and their floors alone fail it: a loss floor,
-not a budget, keeps the claim from its magnitude) or ``not evaluated`` (a cell has too few runs to fit).
+The rules' verdicts, which use these fits, are `experiments.sweeps.scaling_verdicts`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import least_squares
 
 from experiments.analysis.best_seed import Record
-from experiments.sweeps.claims import (
-    PAPER_SAMPLES,
-    SCALING_INTERVAL,
-    Grade,
-    ScalingRule,
-    Verdict,
-    matches,
-    scaling_rule_at_budget,
-)
 
+PAPER_SAMPLES = 100_000 * 256
+"""The paper's training budget in samples seen: 100k steps of batch 256 (docs/paper.md section 6)."""
+SCALING_INTERVAL = 0.90
+"""Two-sided probability of the projection intervals (parametric bootstrap from the fit's covariance)."""
 PROJECTION_LIMIT = 1000.0
 """Crossings are searched up to this many times the paper's budget (beyond it a projection means nothing)."""
 BOOTSTRAP_DRAWS = 2000
 MIN_RUNS_TO_FIT = 4
-EXPONENT_BOUNDS = (1e-3, 2.0)
+EXPONENT_BOUNDS = (0.05, 2.0)
+"""The exponent b is kept in [0.05, 2]: below 0.05 a power law over a 33x ladder is a floor in disguise."""
 
 
 def samples_seen(record: Record) -> int:
@@ -55,7 +47,8 @@ def samples_seen(record: Record) -> int:
     return int(record["steps"]) * int(record["batch_size"])
 
 
-def _finished_points(records: Sequence[Record]) -> tuple[np.ndarray, np.ndarray]:
+def finished_points(records: Sequence[Record]) -> tuple[np.ndarray, np.ndarray]:
+    """(n, L) of every finished run with a positive best_loss: samples seen and best loss, as arrays."""
     points = [
         (samples_seen(r), float(r["best_loss"]))
         for r in records
@@ -90,7 +83,10 @@ class PowerLawFit:
         """(count, 3) parameter vectors from the estimate's normal law, clipped to the bounds of the fit."""
         mean = np.array([self.floor, self.amplitude, self.exponent])
         covariance = self.covariance if np.all(np.isfinite(self.covariance)) else np.zeros((3, 3))
-        sample = rng.multivariate_normal(mean, covariance, size=count, method="eigh")  # (count, 3)
+        # Symmetrised, with rounding-level negative eigenvalues set to 0, so that the normal law is defined.
+        values, vectors = np.linalg.eigh((covariance + covariance.T) / 2)
+        root = vectors * np.sqrt(np.clip(values, 0.0, None))  # (3, 3): covariance = root root^T
+        sample = mean + rng.standard_normal((count, 3)) @ root.T  # (count, 3)
         sample[:, 0] = np.clip(sample[:, 0], 0.0, None)
         sample[:, 1] = np.clip(sample[:, 1], 0.0, None)
         sample[:, 2] = np.clip(sample[:, 2], *EXPONENT_BOUNDS)
@@ -136,124 +132,10 @@ def fit_power_law(n: np.ndarray, loss: np.ndarray) -> PowerLawFit | None:
     return PowerLawFit(float(floor), float(amplitude), float(exponent), covariance, len(n), rms)
 
 
-def _interval(values: np.ndarray) -> tuple[float, float]:
+def bootstrap_interval(values: np.ndarray) -> tuple[float, float]:
+    """The central `SCALING_INTERVAL` interval of bootstrap values, as order statistics (so infinite values, draws
+    that never cross, give an infinite end instead of a nan)."""
+    ordered = np.sort(np.asarray(values, dtype=float))  # inf sorts last
     tail = (1.0 - SCALING_INTERVAL) / 2.0
-    finite = values[np.isfinite(values)]
-    if len(finite) < len(values) * (1 - tail):  # more than the tail is infinite: the upper end is infinite
-        low = float(np.quantile(np.where(np.isfinite(values), values, np.inf), tail))
-        return low, math.inf
-    return float(np.quantile(values, tail)), float(np.quantile(values, 1.0 - tail))
-
-
-def _holds(rule: ScalingRule, worse: np.ndarray, better: np.ndarray) -> np.ndarray:
-    """Whether the rule's magnitude holds for fitted losses (arrays broadcast together)."""
-    ok = worse >= rule.ratio * better
-    if rule.ceiling is not None:
-        ok = ok & (better <= rule.ceiling)
-    return ok & (worse > better)
-
-
-@dataclass
-class ScalingVerdict:
-    """A rule's verdict along the ladder (module docstring).
-
-    Attributes:
-        rule: the rule. kind: "reaches", "projected", "flattens" or "not evaluated". text: one line with the numbers.
-        budgets: (steps, grade, explanation) at every measured budget.
-        fits: cell ("worse" / "better") -> its fit (None when not fitted).
-        crossing_samples: the projected n from which the rule holds (None unless "projected"), with its interval.
-        at_paper: cell -> (fitted loss at the paper's budget, interval low, interval high).
-    """
-
-    rule: ScalingRule
-    kind: str
-    text: str
-    budgets: list[tuple[int, Grade, str]] = field(default_factory=list)
-    fits: dict[str, PowerLawFit | None] = field(default_factory=dict)
-    crossing_samples: tuple[float, float, float] | None = None
-    at_paper: dict[str, tuple[float, float, float]] = field(default_factory=dict)
-
-
-def _crossing(rule: ScalingRule, worse: np.ndarray, better: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """Per parameter draw (rows), the first grid n where the rule holds, inf when it never does: (draws,)."""
-    ok = _holds(rule, worse, better)  # (draws, G)
-    first = np.argmax(ok, axis=1)
-    return np.where(ok.any(axis=1), grid[first], np.inf)
-
-
-def scaling_verdict(rule: ScalingRule, records: Sequence[Record], seed: int = 0) -> ScalingVerdict:
-    """The rule's scaling verdict on a long sweep's records (both of its cells, every budget)."""
-    worse_runs = [r for r in records if matches(r, rule.worse)]
-    better_runs = [r for r in records if matches(r, rule.better)]
-    steps = sorted({int(r["steps"]) for r in worse_runs} & {int(r["steps"]) for r in better_runs})
-    budgets = []
-    for budget in steps:
-        subset = [r for r in worse_runs + better_runs if int(r["steps"]) == budget]
-        verdict: Verdict = scaling_rule_at_budget(rule, subset)
-        budgets.append((budget, verdict.grade, verdict.explanation))
-    fits = {
-        "worse": fit_power_law(*_finished_points(worse_runs)),
-        "better": fit_power_law(*_finished_points(better_runs)),
-    }
-    result = ScalingVerdict(rule, "not evaluated", "", budgets, fits)
-    reached = [b for b, grade, _ in budgets if grade is Grade.MAGNITUDE]
-    batch = int((worse_runs + better_runs)[0]["batch_size"]) if worse_runs + better_runs else 1
-    if fits["worse"] is None or fits["better"] is None:
-        result.kind = "reaches" if reached else "not evaluated"
-        result.text = (
-            f"reaches magnitude at {reached[0]:,} steps" if reached else "too few runs to fit (needs 4 per cell)"
-        )
-        return result
-    rng = np.random.default_rng(seed)
-    worse_fit, better_fit = fits["worse"], fits["better"]
-    worse_draws, better_draws = worse_fit.draws(BOOTSTRAP_DRAWS, rng), better_fit.draws(BOOTSTRAP_DRAWS, rng)
-
-    def curve(params: np.ndarray, n: np.ndarray) -> np.ndarray:
-        return params[:, :1] + params[:, 1:2] * n[None, :] ** (-params[:, 2:3])  # (draws, len(n))
-
-    paper = np.array([float(PAPER_SAMPLES)])
-    for name, fit, draws in (("worse", worse_fit, worse_draws), ("better", better_fit, better_draws)):
-        low, high = _interval(curve(draws, paper)[:, 0])
-        result.at_paper[name] = (float(fit(PAPER_SAMPLES)), low, high)
-    if reached:
-        result.kind = "reaches"
-        result.text = f"reaches magnitude at {reached[0]:,} steps ({reached[0] * batch:,} samples)"
-        return result
-    measured = max(steps) * batch if steps else 1
-    grid = np.geomspace(measured, PROJECTION_LIMIT * PAPER_SAMPLES, 400)  # (G,)
-    point_worse, point_better = worse_fit(grid)[None, :], better_fit(grid)[None, :]  # (1, G)
-    point = _crossing(rule, point_worse, point_better, grid)[0]
-    draws = _crossing(rule, curve(worse_draws, grid), curve(better_draws, grid), grid)  # (draws,)
-    low, high = _interval(draws)
-    if math.isfinite(point):
-        result.kind = "projected"
-        result.crossing_samples = (float(point), low, high)
-        steps_needed = point / batch
-        result.text = (
-            f"projected to reach magnitude at {steps_needed:,.0f} steps ({point:.3g} samples; "
-            f"{int(SCALING_INTERVAL * 100)}% interval {low:.3g} to {high:.3g} samples; the paper trains "
-            f"{PAPER_SAMPLES:.3g})"
-        )
-        return result
-    floors_hold = bool(_holds(rule, np.array([worse_fit.floor]), np.array([better_fit.floor]))[0])
-    share = float(np.mean(np.isfinite(draws)))
-    result.kind = "flattens" if not floors_hold else "not evaluated"
-    floor_text = f"fitted floors {worse_fit.floor:.3g} (worse) vs {better_fit.floor:.3g} (better)"
-    if result.kind == "flattens":
-        result.text = (
-            f"flattens: {floor_text} fail the rule, so more steps of this set-up do not close the gap "
-            f"({share:.0%} of the bootstrap draws cross by {PROJECTION_LIMIT:g}x the paper's budget)"
-        )
-    else:
-        result.text = (
-            f"undetermined: the floors pass the rule but the fitted curves do not cross by {PROJECTION_LIMIT:g}x"
-        )
-    return result
-
-
-def scaling_rows(verdict: ScalingVerdict) -> list[dict[str, Any]]:
-    """Tidy rows of a verdict for tables and CSV: one per measured budget."""
-    return [
-        {"rule": verdict.rule.name, "steps": steps, "grade": grade.value, "explanation": text}
-        for steps, grade, text in verdict.budgets
-    ]
+    last = len(ordered) - 1
+    return float(ordered[int(math.floor(tail * last))]), float(ordered[int(math.ceil((1.0 - tail) * last))])

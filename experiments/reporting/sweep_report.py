@@ -28,8 +28,9 @@ from typing import Any
 from experiments.analysis.best_seed import Record
 from experiments.config import TrainConfig
 from experiments.figures.sweeps import DRAWS_PAPER_NUMBERS, FIGURES, parameter_line
+from experiments.reporting.scaling_report import claim_records, scaling_section
 from experiments.sweeps.claims import CLAIMS, RANDOM_FEATURES_TOLERANCE, Grade, Verdict, judge
-from experiments.sweeps.presets import PaperNumber, get_preset, rank_class, spec_from_record
+from experiments.sweeps.presets import LONG, PaperNumber, get_preset, rank_class, spec_from_record
 from experiments.sweeps.runner import store_path
 from experiments.sweeps.store import ResultsStore
 
@@ -221,6 +222,15 @@ def sweep_section(
     )
     lines.append("")
     figures: list[Path] = []
+    every_run = records
+    if scale == LONG:  # budgets are never mixed: the claim, figure and paper cells read each d's largest budget
+        records = [dict(r) for r in claim_records(every_run)]
+        lines += [
+            f"The long scale trains each deciding cell along a ladder of budgets (docs/scaling.md). The claim, the "
+            f"figure and the paper's cells below read the largest budget of each d ({len(records)} runs); the "
+            "compute-scaling section after them reads every run.",
+            "",
+        ]
     figure = FIGURES.get(preset.figure)
     if figure is not None and any(r["status"] == "finished" for r in records):
         name = f"{preset_name}-{scale}.png"
@@ -262,12 +272,16 @@ def sweep_section(
         lines.append("")
     else:
         lines += ["The paper publishes no numbers for this experiment; ours are the reference.", ""]
+    if scale == LONG:
+        scaling_lines, drawn = scaling_section(preset_name, every_run, out, scale)
+        lines += scaling_lines
+        figures += drawn
     lines += ["| run | status | config | best loss | final loss | seconds |", "|---|---|---|---|---|---|"]
-    for r in records:
+    for r in every_run:
         if r["kind"] == "train":
             desc = (
                 f"d={r['d']} N={r['N']} r={r['rank']} c={r['width']} L={r['layers']} pos={r['positional']} "
-                f"seed={r['seed']}"
+                f"seed={r['seed']}" + (f" steps={r['steps']} T={r['temperature']:g}" if scale == LONG else "")
             )
         else:
             desc = f"d={r['d']} draw={r['trial']} H<={r['head_counts'][-1]}"

@@ -616,14 +616,8 @@ CLAIMS["depth"] = Claim(
 
 # --------------------------------------------------------------------------------------------------------------------
 # Compute scaling (the long scale, issue 18): each multi-layer claim's deciding comparison along a ladder of budgets.
-# Stated here before any long run was made (docs/scaling.md); `experiments.analysis.compute_scaling` fits and projects.
+# Stated here before any long run was made (docs/scaling.md); `experiments.sweeps.scaling_verdicts` fits and projects.
 # --------------------------------------------------------------------------------------------------------------------
-
-PAPER_SAMPLES = 100_000 * 256
-"""The paper's training budget in samples seen: 100k steps of batch 256 (docs/paper.md section 6)."""
-SCALING_INTERVAL = 0.90
-"""Two-sided probability of the projection intervals (parametric bootstrap from the fit's covariance)."""
-
 
 @dataclass(frozen=True)
 class ScalingRule:
@@ -637,10 +631,10 @@ class ScalingRule:
     - ``magnitude``: direction, worse's best seed / better's worst seed >= ``ratio``, and, when ``ceiling`` is set,
       better's worst seed <= ``ceiling``.
 
-    The scaling verdict (`experiments.analysis.compute_scaling.scaling_verdict`), from the runs of every budget, is one
+    The scaling verdict (`experiments.sweeps.scaling_verdicts.scaling_verdict`), from the runs of every budget, is one
     of: ``reaches magnitude at budget B`` (the smallest measured budget where it holds); ``projected to reach it at
     B'`` (fitting best_loss = floor + a n^-b, n = samples seen, to each cell's runs, the rule holds on the fitted
-    curves from n = B' on, with a `SCALING_INTERVAL` interval); or ``flattens`` (the fitted floors alone fail the rule:
+    curves from n = B' on, with a 90% interval); or ``flattens`` (the fitted curves level off before the rule holds:
     more of the same compute does not close the gap, so something else differs from the paper's set-up).
     """
 

@@ -28,6 +28,9 @@ from theory.validation import check_choice, check_dimension, check_int
 
 SCALES = ("quick", "cpu", "paper")
 """Scales every paper preset offers (the plumbing preset ``smoke`` has only ``quick``)."""
+LONG = "long"
+"""The compute-scaling scale of the multi-layer presets (fig1, posn, icl, conjecture6): each claim's deciding cells
+trained at a ladder of budgets (`budget_ladder`), <= 150 min with 2 workers on 2 CPU cores (docs/scaling.md)."""
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,35 @@ def grid(base: Mapping[str, Any], **axes: Sequence[Any]) -> list[TrainConfig]:
     return configs
 
 
+LONG_BUDGETS = (3_000, 10_000, 30_000, 100_000)
+"""Steps of the long scale's ladder at d = 16: four budgets spanning 33x, the top one the paper's 100k steps."""
+LONG_SEEDS_BELOW_TOP, LONG_SEEDS_TOP = (0, 1), (0,)
+"""Two seeds at every budget but the top one, which has one (issue 18: affordable on 2 cores)."""
+
+
+def budget_ladder(
+    base: Mapping[str, Any],
+    cells: Sequence[Mapping[str, Any]],
+    budgets: Sequence[int] = LONG_BUDGETS,
+    seeds_below: Sequence[int] = LONG_SEEDS_BELOW_TOP,
+    seeds_top: Sequence[int] = LONG_SEEDS_TOP,
+) -> list[TrainConfig]:
+    """Every cell of ``cells`` (fields over ``base``) trained at every budget, each budget its own schedule.
+
+    A budget is the run's ``steps``, so the warm-up (5% of the steps) and the cosine decay to 0 are the run's own:
+    a 3k-step run is not the first 3k steps of a 100k-step run. The largest budget gets ``seeds_top``, the others
+    ``seeds_below``. Checkpoints every 2% of a run (at most every 5000 steps).
+    """
+    configs = []
+    for cell in cells:
+        for steps in budgets:
+            seeds = seeds_top if steps == max(budgets) else seeds_below
+            every = max(100, min(5000, steps // 50))
+            for seed in seeds:
+                configs.append(TrainConfig(**{**base, **cell, "steps": steps, "checkpoint_every": every, "seed": seed}))
+    return configs
+
+
 def divisors_pow2(d: int) -> tuple[int, ...]:
     """Ranks d, d/2, ..., 1 (d a power of two), full rank first."""
     ranks = []
@@ -197,6 +229,8 @@ def _fig1(scale: str) -> list[RunSpec]:
                 seed=(0, 1),
             )
         )
+    if scale == LONG:
+        return _fig1_long()
     if scale == "cpu":
         # The quick scale's d = 16, N = 8 with every rank (16 ... 1), two seeds, 3000 steps (vs 800), and depth:
         # L = 1 at lr 0.01 and L = 3 at lr 0.003 (at lr 0.01 three layers stay at the zero predictor, loss 1.0; at
@@ -217,6 +251,38 @@ def _fig1(scale: str) -> list[RunSpec]:
             seed=(0, 1, 2, 3, 4),
         )
     )
+
+
+FIG1_LONG_D64_LR = 0.003
+"""lr of the d = 64, N = 16 cells of fig1 long (docs/scaling.md: at lr 0.01 both r = 32 and r = 64 stayed at the zero
+predictor for 3000 steps; a pilot at lr 0.003 and 0.001, one seed, 3000 steps, chose it)."""
+FIG1_LONG_D64_BUDGETS = (2_500, 5_000, 10_000, 25_000)
+"""d = 64 steps cost ~46 ms at L = 3 (FFN 256, batch 128, one thread), so the ladder tops at 25k (issue 18: >= 20k)."""
+
+
+def _fig1_long() -> list[RunSpec]:
+    """fig1's deciding cells along the compute ladder (docs/scaling.md).
+
+    - d = 16, N = 8 at the paper's score scale (temperature 1) and lr 0.01: L = 3 at r = d and r = d/2, L = 1 at
+      r = d and r = d/2, each at 3k / 10k / 30k steps (two seeds) and 100k (one seed);
+    - the temperature-128 control (the cpu preset's set-up: L = 1 at lr 0.01, L = 3 at lr 0.003) of the same four
+      cells at 30k steps, two seeds, so the report can say whether a grade depends on the score temperature;
+    - d = 64, N = 16 (the paper's size), temperature 1, lr `FIG1_LONG_D64_LR`: L = 3 at r = d/2 along
+      2.5k / 5k / 10k (two seeds) and 25k (one seed), L = 1 at r = d/2 and L = 3 at r = d at every budget, one seed.
+    """
+    base = {**FARTHEST, **CPU2, "width": 1, "log_every": 100}
+    small = {**base, "d": 16, "N": 8, "temperature": 1.0, "lr": 0.01}
+    cells = [{"layers": L, "rank": r} for L in (3, 1) for r in (8, 16)]
+    specs: list[RunSpec] = list(budget_ladder(small, cells))
+    for cell in cells:
+        lr = 0.003 if cell["layers"] == 3 else 0.01
+        control = {**small, **cell, "temperature": 128.0, "lr": lr}
+        specs += budget_ladder(control, [{}], budgets=(30_000,), seeds_top=(0, 1))
+    paper_size = {**base, "d": 64, "N": 16, "temperature": 1.0, "lr": FIG1_LONG_D64_LR}
+    specs += budget_ladder(paper_size, [{"layers": 3, "rank": 32}], budgets=FIG1_LONG_D64_BUDGETS)
+    for cell in ({"layers": 1, "rank": 32}, {"layers": 3, "rank": 64}):
+        specs += budget_ladder(paper_size, [cell], budgets=FIG1_LONG_D64_BUDGETS, seeds_below=(0,))
+    return specs
 
 
 def _figN(scale: str) -> list[RunSpec]:
@@ -309,6 +375,16 @@ def _posn(scale: str) -> list[RunSpec]:
         specs = _positional(base, 16, 16, (1, 3), (2,), (0,))
         specs.append(TrainConfig(**{**base, "d": 16, "layers": 1, "rank": 16, "seed": 0}))  # full-rank reference
         return specs
+    if scale == LONG:
+        # posn's deciding cells along the ladder: L = 3, concatenated vs no encodings, at the two low ranks of the cpu
+        # scale (the paper's numbers are for r = 4), in the cpu scale's set-up (N = 4, lr 0.003, temperature 1).
+        base = {**FARTHEST, **CPU2, "N": 4, "width": 1, "lr": 0.003, "d": 16, "layers": 3, "log_every": 100}
+        cells = [
+            {"rank": r, "positional": kind, "positional_dim": dim}
+            for r in (2, 4)
+            for kind, dim in (("none", 0), ("concat", 16))
+        ]
+        return list(budget_ladder(base, cells))
     if scale == "cpu":
         # The quick scale's set-up (N = 4, lr 0.003: 3-layer models do not train at lr 0.01) with ranks 2 and 4, two
         # seeds and 2500 steps, plus a full-rank reference per seed: 26 runs, estimated 26 min with 2 workers.
@@ -397,6 +473,13 @@ def _conjecture6(scale: str) -> list[RunSpec]:
                 rank=(16, 1),
             )
         )
+    if scale == LONG:
+        # The deciding cells (two layers, rank 1 and full rank at the two largest N of the cpu scale) along a ladder
+        # of 2k / 6k / 20k / 100k steps: N = 32 rank-1 steps cost ~59 ms (one thread), so the 3k / 10k / 30k ladder
+        # would not fit 150 min with 2 workers; two seeds at 2k and 6k, one at 20k and 100k.
+        base = {**located, **CPU2, "d": 16, "layers": 2, "width": 1, "log_every": 100}
+        cells = [{"N": n, "rank": r} for n in (8, 32) for r in (16, 1)]
+        return list(budget_ladder(base, cells, budgets=(2_000, 6_000, 20_000, 100_000)))
     if scale == "cpu":
         # N up to 32, two seeds, 2500 steps: ~0.03 / 0.065 / 0.24 s per step at N = 2 / 8 / 32 (rank 1 is the
         # slower), estimated 28 min with 2 workers.
@@ -526,7 +609,7 @@ PRESETS: dict[str, Preset] = {
             "fig1",
             "Figure 1: farthest-point task, rank x width x depth x seeds",
             "fig1",
-            _scales(_fig1),
+            _scales(_fig1, (*SCALES, LONG)),
             _FIG1_PAPER,
             CLAIMS["fig1"].statement,
             {
@@ -557,7 +640,7 @@ PRESETS: dict[str, Preset] = {
             "posn",
             "Appendix: positional encodings (none / additive / concatenated)",
             "posn",
-            _scales(_posn),
+            _scales(_posn, (*SCALES, LONG)),
             _POSN_PAPER,
             CLAIMS["posn"].statement,
             {"quick": "7 runs, ~4-6 min", "cpu": "26 runs, ~26 min", "paper": "90 runs x 200k steps (GPU)"},
@@ -593,7 +676,7 @@ PRESETS: dict[str, Preset] = {
             "conjecture6",
             "Conjecture 6: deep low-rank models as N grows (nearest neighbour)",
             "conjecture6",
-            _scales(_conjecture6),
+            _scales(_conjecture6, (*SCALES, LONG)),
             (),
             CLAIMS["conjecture6"].statement,
             {"quick": "8 runs, ~4 min", "cpu": "12 runs, ~28 min", "paper": "45 runs (GPU)"},
