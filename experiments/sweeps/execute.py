@@ -29,6 +29,7 @@ from experiments.analysis.trained import theorem2_applicable, trained_vs_bound
 from experiments.config import TrainConfig, TrainResult
 from experiments.json_files import write_json
 from experiments.sweeps.presets import RandomFeaturesSpec, spec_from_record
+from experiments.sweeps.solve_least_squares import solve_least_squares_heads
 from experiments.sweeps.work import RunBatch, RunOutcome, RunPack, RunTask, WorkItem
 from experiments.tasks import estimate_task_error
 from experiments.training.loop import train, train_batched
@@ -104,6 +105,8 @@ def execute_task(task: RunTask) -> RunOutcome:
                 metrics = _train_run(task.spec, run_dir)
             elif task.kind == "random-features":
                 metrics = _random_features_run(task.spec, run_dir)
+            elif task.kind == "least-squares-heads":
+                metrics = solve_least_squares_heads(task.spec, run_dir)
             else:
                 raise ValueError(f"unknown run kind {task.kind!r}")
         return RunOutcome(task.key, True, metrics, provenance())
