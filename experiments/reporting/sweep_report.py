@@ -29,6 +29,7 @@ from experiments.analysis.best_seed import Record
 from experiments.config import TrainConfig
 from experiments.figures.sweeps import DRAWS_PAPER_NUMBERS, FIGURES, parameter_line
 from experiments.reporting.scaling_report import claim_records, scaling_section
+from experiments.reporting.tightness_report import tightness_section
 from experiments.sweeps.claims import CLAIMS, RANDOM_FEATURES_TOLERANCE, Grade, Verdict, judge
 from experiments.sweeps.presets import LONG, PaperNumber, get_preset, rank_class, spec_from_record
 from experiments.sweeps.runner import store_path
@@ -238,6 +239,10 @@ def sweep_section(
         figure(records, out / name, f"{preset_name} ({scale})", **extra)
         figures.append(out / name)
         lines += [f"![{preset_name} {scale}]({name})", "", f"Figure: [{name}]({name}).", ""]
+    if preset_name == "tightness":  # its band tables and one figure per d (experiments.reporting.tightness_report)
+        extra_lines, drawn = tightness_section(records, out, scale)
+        lines += extra_lines
+        figures += drawn
     verdict = judge(preset_name, records)
     if verdict is not None:
         claim = CLAIMS[preset_name]
@@ -283,6 +288,8 @@ def sweep_section(
                 f"d={r['d']} N={r['N']} r={r['rank']} c={r['width']} L={r['layers']} pos={r['positional']} "
                 f"seed={r['seed']}" + (f" steps={r['steps']} T={r['temperature']:g}" if scale == LONG else "")
             )
+        elif r["kind"] == "least-squares-heads":
+            desc = f"d={r['d']} r={r['r']} H={r['H']}: random heads, least-squares output weights"
         else:
             desc = f"d={r['d']} draw={r['trial']} H<={r['head_counts'][-1]}"
         best, final = r.get("best_loss"), r.get("final_loss")

@@ -755,3 +755,82 @@ def scaling_rule_at_budget(rule: ScalingRule, records: Sequence[Record]) -> Verd
         f"(magnitude needs >= {rule.ratio:g}x{ceiling})"
     )
     return _graded(direction, direction and magnitude, text, ratio=ratio, better_worst=better_worst)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# How tight is Theorem 2: every one-layer model found (trained or constructed) against its certified bound.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def found_error(record: Record) -> tuple[int, int, int, float, float, float] | None:
+    """(d, r, H, fresh error, its standard error, certified bound) of a finished tightness run, or None.
+
+    Trained one-layer runs carry these in ``theorem2`` (`experiments.analysis.trained.trained_vs_bound`); the
+    least-squares constructions at the top level of their metrics (`experiments.sweeps.solve_least_squares`).
+    """
+    if record.get("status") != "finished":
+        return None
+    source = record.get("theorem2") if isinstance(record.get("theorem2"), Mapping) else record
+    assert isinstance(source, Mapping)
+    keys = ("d", "r", "H", "error", "error_stderr", "bound_lower")
+    if not all(isinstance(source.get(k), (int, float)) and not isinstance(source.get(k), bool) for k in keys):
+        return None
+    return (
+        int(source["d"]),
+        int(source["r"]),
+        int(source["H"]),
+        float(source["error"]),
+        float(source["error_stderr"]),
+        float(source["bound_lower"]),
+    )
+
+
+def tightness_band(records: Sequence[Record]) -> Verdict:
+    """tightness: every one-layer rank-r model found (trained from three seeds, or random heads with least-squares
+    output weights) has a fresh error at or above Theorem 2's certified bound for its (d, r, H).
+
+    Rule (stated in advance), as :func:`no_model_beats_bound`: ``magnitude`` when every found error's upper end,
+    mean + 4 standard errors of its fresh Monte Carlo estimate, is at or above the certified lower end of
+    ``rank_lower_bound(d, r, H)``; ``not reproduced`` when one is below (that would contradict the theorem); no
+    ``direction``; ``not evaluated`` without a finished run. The ratio best found / bound, the question of the
+    preset, is reported per d (``numbers``: ``largest_ratio``, ``smallest_ratio`` over the cells where the bound is
+    positive; ``smallest_margin`` = min of error - bound), never graded.
+    """
+    found = [f for f in (found_error(r) for r in records) if f is not None]
+    if not found:
+        return _not_evaluated("no finished runs")
+    checks = [e + DEFAULT_Z * s >= b for _, _, _, e, s, b in found]
+    best: dict[tuple[int, int, int], tuple[float, float]] = {}
+    for d, r, H, e, _, b in found:
+        if (d, r, H) not in best or e < best[(d, r, H)][0]:
+            best[(d, r, H)] = (e, b)
+    ratios = {key: e / b for key, (e, b) in best.items() if b > 0}
+    parts = []
+    for d in sorted({key[0] for key in best}):
+        cells = sorted(key for key in best if key[0] == d)
+        top = max(key[2] for key in cells)
+        at_top = [
+            f"r={r}: {_fmt(best[(d, r, H)][0])} vs >= {_fmt(best[(d, r, H)][1])}"
+            + (f" (x{_fmt(ratios[(d, r, H)])})" if (d, r, H) in ratios else "")
+            for d_, r, H in cells
+            if H == top
+        ]
+        parts.append(f"d={d}, H={top}: " + ", ".join(at_top))
+    below = sum(not c for c in checks)
+    text = (
+        f"{len(found) - below}/{len(found)} found errors + 4 s.e. at or above their bounds; best found vs bound at the "
+        "largest H: " + "; ".join(parts)
+    )
+    numbers = {"smallest_margin": min(e - b for _, _, _, e, _, b in found)}
+    if ratios:
+        numbers |= {"largest_ratio": max(ratios.values()), "smallest_ratio": min(ratios.values())}
+    return _graded(all(checks), all(checks), text, **numbers)
+
+
+CLAIMS["tightness"] = Claim(
+    "every one-layer rank-r model found, trained or constructed, lies above Theorem 2's certified bound; how far "
+    "above is measured, not graded",
+    tightness_band,
+    "every found error + 4 s.e. at or above its certified bound (the theorem holds as a number); the ratio is reported",
+    "not used: one model below its bound contradicts the theorem",
+)

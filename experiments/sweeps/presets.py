@@ -18,12 +18,14 @@ import functools
 import hashlib
 import itertools
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from experiments.config import TrainConfig
 from experiments.sweeps.claims import CLAIMS
+from experiments.sweeps.least_squares_spec import LeastSquaresHeadsSpec
 from theory.validation import check_choice, check_dimension, check_int
 
 SCALES = ("quick", "cpu", "paper")
@@ -70,17 +72,21 @@ class RandomFeaturesSpec:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-RunSpec = TrainConfig | RandomFeaturesSpec
-SPEC_KINDS = ("train", "random-features")
+RunSpec = TrainConfig | RandomFeaturesSpec | LeastSquaresHeadsSpec
+SPEC_KINDS = ("train", "random-features", "least-squares-heads")
 
 
 def spec_kind(spec: RunSpec) -> str:
-    """ "train" or "random-features"."""
+    """ "train", "random-features" or "least-squares-heads"."""
     if isinstance(spec, TrainConfig):
         return "train"
     if isinstance(spec, RandomFeaturesSpec):
         return "random-features"
-    raise ValueError(f"spec must be a TrainConfig or a RandomFeaturesSpec, got {type(spec).__name__}")
+    if isinstance(spec, LeastSquaresHeadsSpec):
+        return LeastSquaresHeadsSpec.kind
+    raise ValueError(
+        f"spec must be a TrainConfig, RandomFeaturesSpec or LeastSquaresHeadsSpec, got {type(spec).__name__}"
+    )
 
 
 def spec_from_record(kind: str, data: Mapping[str, Any]) -> RunSpec:
@@ -88,6 +94,8 @@ def spec_from_record(kind: str, data: Mapping[str, Any]) -> RunSpec:
     check_choice("kind", kind, SPEC_KINDS)
     if kind == "train":
         return TrainConfig.from_dict(dict(data))
+    if kind == LeastSquaresHeadsSpec.kind:
+        return LeastSquaresHeadsSpec.from_dict(data)
     values = dict(data)
     known = {"d", "head_counts", "trial", "seed", "distribution"}
     unknown = sorted(set(values) - known)
@@ -537,6 +545,66 @@ def _depth(scale: str) -> list[RunSpec]:
     return specs
 
 
+def tightness_heads(d: int, r: int, top: int, count: int) -> tuple[int, ...]:
+    """``count`` head counts, powers of two log-spaced from max(4, d / r) to ``top`` (the theory model's H = c d / r
+    needs H >= d / r and a multiple of it)."""
+    low, high = math.log2(max(4, d // r)), math.log2(top)
+    return tuple(sorted({2 ** round(low + (high - low) * i / (count - 1)) for i in range(count)}))
+
+
+def _tightness(scale: str) -> list[RunSpec]:
+    """How tight is Theorem 2 (docs/bounds.md, "How tight is the bound"): on D_2 (nearest neighbour, N = 2,
+    orthonormal keys), one-layer rank-r theory models (full value maps, softmax) trained from three seeds, and random
+    rank-r heads with least-squares output weights (`LeastSquaresHeadsSpec`), at d in {8, 16, 32}, r in {1, 2, d/4}
+    and H log-spaced from max(4, d/r) to 1024 (quick: d in {8, 16}, H <= 128). Plus one run per d (r = max(2, d/4),
+    the middle H of the grid: 64 at the cpu scale) with four times the steps: the plateau control, how much longer
+    training still gains.
+    """
+    theorem: dict[str, Any] = {
+        "task": "nearest",
+        "N": 2,
+        "keys": "orthonormal",
+        "model": "theory",
+        "layers": 1,
+        "value": "full",
+    }
+    samples: dict[str, int]
+    dims: tuple[int, ...]
+    if scale == "quick":
+        # ~5 ms per step at H <= 128: 15 cells x 3 seeds x 400 steps plus 15 solves of a few seconds, ~2-3 min.
+        dims, top, count, steps, long_steps = (8, 16), 128, 3, 400, 1600
+        samples = {"validation_samples": 8192, "score_samples": 10_000}
+    elif scale == "cpu":
+        # ms per step (batch 128, one thread) at H = 1024: 42 (d = 8) ... 156 (d = 32, r = 8), ~2.9 s per step for the
+        # whole grid of 40 cells x 3 seeds, so 1500 steps ~ 72 worker-minutes, plus ~5 worker-minutes of solves and the
+        # plateau controls: ~40 min with 2 workers on an idle machine.
+        dims, top, count, steps, long_steps = (8, 16, 32), 1024, 5, 1500, 6000
+        samples = {"validation_samples": 16_384, "score_samples": 20_000}
+    else:
+        dims, top, count, steps, long_steps = (8, 16, 32, 64), 4096, 7, 20_000, 80_000
+        samples = {"validation_samples": 65_536, "score_samples": 100_000}
+    schedule: dict[str, Any] = {**QUICK, "steps": steps, "checkpoint_every": max(100, steps // 5)}
+    specs: list[RunSpec] = []
+    for d in dims:
+        for r in sorted({1, 2, d // 4}):
+            for H in tightness_heads(d, r, top, count):
+                specs += [TrainConfig(**theorem, **schedule, d=d, rank=r, width=H * r // d, seed=s) for s in (0, 1, 2)]
+                specs.append(
+                    LeastSquaresHeadsSpec(
+                        d, r, H, temperatures=TIGHTNESS_TEMPERATURES, fit_samples=max(32 * H, 16_384), **samples
+                    )
+                )
+        r_long = max(2, d // 4)
+        H_long = tightness_heads(d, r_long, top, count)[count // 2]  # the middle of the grid: 64 at the cpu scale
+        long_schedule: dict[str, Any] = {**schedule, "steps": long_steps, "checkpoint_every": long_steps // 5}
+        specs.append(TrainConfig(**theorem, **long_schedule, d=d, rank=r_long, width=H_long * r_long // d, seed=0))
+    return specs
+
+
+TIGHTNESS_TEMPERATURES = (0.0625, 0.25, 1.0, 4.0, math.inf)
+"""Inverse temperatures tried by the tightness preset's constructions (`constructions.random_rank_heads`)."""
+
+
 def _smoke(scale: str) -> list[RunSpec]:
     tiny = {
         **FARTHEST,
@@ -689,6 +757,19 @@ PRESETS: dict[str, Preset] = {
             (),
             CLAIMS["depth"].statement,
             {"quick": "12 runs, ~3 min (176 s, load 6)", "cpu": "30 runs, ~33 min", "paper": "70 runs x 20k steps"},
+        ),
+        Preset(
+            "tightness",
+            "How tight is Theorem 2: the certified bound vs the best one-layer rank-r attention found",
+            "tightness",
+            _scales(_tightness),
+            (),
+            CLAIMS["tightness"].statement,
+            {
+                "quick": "62 runs (d = 8, 16; H <= 128), ~3 min",
+                "cpu": "163 runs (d = 8, 16, 32; H <= 1024), ~40 min",
+                "paper": "GPU",
+            },
         ),
         Preset(
             "smoke",
