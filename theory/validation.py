@@ -1,18 +1,36 @@
 """Argument validation shared by every public function of the toolkit.
 
-Each checker returns the validated (and normalised) value or raises ``ValueError`` whose message names the
-parameter, the allowed range and the offending value, e.g. ``"d must be an integer >= 2, got 1"``. The command
-line turns these errors into one line on stderr and exit status 2.
+Each checker returns the validated (and normalised) value or raises an exception whose message starts with the
+parameter's name, then the allowed range and the offending value, e.g. ``"d must be an integer >= 2, got 1"``:
+
+- numbers and choices (``check_int``, ``check_real``, ``check_choice``, ...): ``ValueError``, also for a value of the
+  wrong type (``d=None``), as they always have;
+- objects of the wrong type (``check_instance``, ``check_bool``, ``check_path``): ``TypeError``;
+- paths (``check_existing_file``, ``check_existing_dir``, ``check_output_file``, ``check_output_dir``): the
+  ``OSError`` subclass the file system would raise later (``FileNotFoundError``, ``IsADirectoryError``,
+  ``NotADirectoryError``, ``PermissionError``, ...), with ``strerror`` starting with the parameter's name and
+  ``filename`` the path, so that ``str(exc)`` reads ``[Errno 21] path is a directory; ...: 'out'``.
+
+The path checks are the one part of `theory` that looks at the file system; they sit here because every layer's
+public functions need them and `theory` is the layer all others import. The command line turns all of these errors
+into one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
 
+import errno
 import math
 import numbers
-from typing import Any
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+
+T = TypeVar("T")
 
 
 def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
@@ -118,6 +136,134 @@ def check_generator(rng: Any, *, name: str = "rng") -> np.random.Generator:
             f"{name} must be a numpy.random.Generator (e.g. numpy.random.default_rng(0)), got {type(rng).__name__}"
         )
     return rng
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """A switch: ``True`` or ``False`` (numpy bools too); ``None``, 0, 1 and strings are refused (TypeError)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_instance(name: str, value: T, expected: type | tuple[type, ...], what: str | None = None) -> T:
+    """An instance of ``expected`` (a class, an abstract base such as Mapping, or a tuple of them); else TypeError.
+
+    Args:
+        name: the parameter's name.  value: the argument.  expected: the accepted class(es).
+        what: how to describe an acceptable value, e.g. "a WeightFile (from load_weights)"; default "a <class name>".
+    Returns:
+        ``value`` unchanged.
+    """
+    if not isinstance(value, expected):
+        classes = expected if isinstance(expected, tuple) else (expected,)
+        default = " or ".join(f"a {c.__name__}" for c in classes)
+        raise TypeError(f"{name} must be {what or default}, got {type(value).__name__}")
+    return value
+
+
+def check_path(name: str, value: Any) -> Path:
+    """A file-system path given as ``str`` or ``os.PathLike`` (TypeError otherwise, bytes included).
+
+    An empty (or blank) string is refused rather than read as ``.``, and so is a NUL byte (ValueError).
+    """
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or os.PathLike), got {type(value).__name__}")
+    text = os.fspath(value)
+    if not isinstance(text, str):
+        raise TypeError(f"{name} must be a path (str or os.PathLike of str), got a {type(value).__name__} of bytes")
+    if text.strip() == "":
+        raise ValueError(f"{name} must name a path, got an empty path")
+    if "\x00" in text:
+        raise ValueError(f"{name} must name a path, got {text!r} (contains a NUL byte)")
+    return Path(text)
+
+
+def _named_os_error(exc: OSError, name: str, what: str, path: Path) -> OSError:
+    """``exc`` as the same OSError subclass, its message naming the parameter: ``NAME WHAT (strerror)``."""
+    code = exc.errno if exc.errno is not None else errno.EIO
+    return type(exc)(code, f"{name} {what} ({exc.strerror or exc})", str(path))
+
+
+def _status(name: str, path: Path) -> os.stat_result | None:
+    """``os.stat(path)``, or None where nothing exists there; other failures (a name too long, a loop of links,
+    no permission to look) are raised naming the parameter."""
+    try:
+        return path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise _named_os_error(exc, name, "cannot be looked up", path) from exc
+
+
+def check_existing_file(name: str, value: Any) -> Path:
+    """A path (``check_path``) to an existing, readable regular file (or a link to one)."""
+    path = check_path(name, value)
+    status = _status(name, path)
+    if status is None:
+        raise FileNotFoundError(errno.ENOENT, f"{name} is not an existing file (not found)", str(path))
+    if stat.S_ISDIR(status.st_mode):
+        raise IsADirectoryError(errno.EISDIR, f"{name} is a directory, not a file", str(path))
+    if not os.access(path, os.R_OK):
+        raise PermissionError(errno.EACCES, f"{name} is not readable", str(path))
+    return path
+
+
+def check_existing_dir(name: str, value: Any) -> Path:
+    """A path (``check_path``) to an existing directory."""
+    path = check_path(name, value)
+    status = _status(name, path)
+    if status is None:
+        raise FileNotFoundError(errno.ENOENT, f"{name} is not an existing directory (not found)", str(path))
+    if not stat.S_ISDIR(status.st_mode):
+        raise NotADirectoryError(errno.ENOTDIR, f"{name} is not a directory", str(path))
+    return path
+
+
+def check_output_file(name: str, value: Any) -> Path:
+    """A file the caller will write, checked before anything is computed; nothing is created here.
+
+    Refused: what ``check_path`` refuses, an existing directory, an existing file that is not writable, a parent
+    that is a file, and a location where no file can be created (the nearest existing ancestor is probed with a
+    temporary file, removed at once). Missing parent directories are allowed: the writer creates them.
+    """
+    path = check_path(name, value)
+    status = _status(name, path)
+    if status is not None:
+        if stat.S_ISDIR(status.st_mode):
+            raise IsADirectoryError(errno.EISDIR, f"{name} is a directory; name a file inside it", str(path))
+        if not os.access(path, os.W_OK):
+            raise PermissionError(errno.EACCES, f"{name} exists and is not writable", str(path))
+    _check_creatable(name, path.parent, path)
+    return path
+
+
+def check_output_dir(name: str, value: Any) -> Path:
+    """A directory the caller will create or write into, checked before anything is computed or created."""
+    path = check_path(name, value)
+    status = _status(name, path)
+    if status is not None and not stat.S_ISDIR(status.st_mode):
+        raise NotADirectoryError(errno.ENOTDIR, f"{name} exists and is not a directory", str(path))
+    _check_creatable(name, path, path)
+    return path
+
+
+def _check_creatable(name: str, directory: Path, shown: Path) -> None:
+    """The nearest existing ancestor of ``directory`` must be a directory where a file can be created."""
+    ancestor = directory if str(directory) else Path(".")
+    while _status(name, ancestor) is None:
+        if ancestor.is_symlink():  # a dangling link: the directory can never be created through it
+            raise FileNotFoundError(errno.ENOENT, f"{name}: {str(ancestor)!r} is a broken symbolic link", str(shown))
+        parent = ancestor.parent
+        if parent == ancestor:
+            break
+        ancestor = parent
+    if not ancestor.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, f"{name}: {str(ancestor)!r} is not a directory", str(shown))
+    try:
+        with tempfile.TemporaryFile(dir=ancestor):
+            pass
+    except OSError as exc:
+        raise _named_os_error(exc, name, f"cannot be written: cannot write in {str(ancestor)!r}", shown) from exc
 
 
 def _range_text(
