@@ -32,7 +32,14 @@ from scipy.special import expit, roots_jacobi
 from constructions.weights_io import save_weights
 from theory.biased_target import BiasGrid, bias_grid, gaussian_expectation
 from theory.sphere import KEY_KINDS
-from theory.validation import check_choice, check_dimension, check_temperature
+from theory.validation import (
+    check_array,
+    check_choice,
+    check_dimension,
+    check_instance,
+    check_output_file,
+    check_temperature,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -56,6 +63,13 @@ class BiasedConstruction:
     score_bias: FloatArray
     temperature: float
     grid: BiasGrid
+
+    def __post_init__(self) -> None:
+        for name in ("Q", "K", "V"):
+            object.__setattr__(self, name, check_array(name, getattr(self, name), ndim=3))
+        object.__setattr__(self, "score_bias", check_array("score_bias", self.score_bias, ndim=2))
+        object.__setattr__(self, "temperature", check_temperature(self.temperature))
+        check_instance("grid", self.grid, BiasGrid)
 
     @property
     def d(self) -> int:
@@ -168,6 +182,10 @@ def save_biased_construction(path: str | Path, construction: BiasedConstruction,
     Returns:
         The path written.
     """
+    path = check_output_file("path", path)
+    construction = check_instance(
+        "construction", construction, BiasedConstruction, "a BiasedConstruction (from build_biased_construction)"
+    )
     keys = check_choice("keys", keys, KEY_KINDS)
     c = construction
     error = predicted_error(c.d, c.temperature, c.grid, keys)

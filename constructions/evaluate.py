@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from constructions.eval_tasks import EVAL_TASKS, get_task, task_options
 from constructions.multilayer_layout import multilayer_from_tensors
-from constructions.weights_io import WeightFile, load_weights
+from constructions.weights_io import WeightFile, check_weight_file, load_weights
 from theory.attention import multihead_attention
 from theory.monte_carlo import DEFAULT_Z, estimate_error
 from theory.multilayer import multilayer_forward
@@ -64,6 +64,7 @@ def weight_file_model(weights: WeightFile, temperature: float | None = None) -> 
     Returns:
         model(X (n, N, d), y (n, d)) -> (n, d).
     """
+    weights = check_weight_file("weights", weights)
     temperature = weights.temperature if temperature is None else check_temperature(temperature)
     fixed_N = fixed_context_length(weights)
     d = int(weights.metadata["d"])

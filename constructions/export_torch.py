@@ -38,8 +38,8 @@ import numpy.typing as npt
 import torch
 from safetensors.torch import save_file
 
-from constructions.weights_io import WeightFile
-from theory.validation import check_choice
+from constructions.weights_io import WeightFile, check_weight_file
+from theory.validation import check_choice, check_instance
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -126,8 +126,10 @@ def torch_mha_export(weights: WeightFile) -> TorchMHAExport:
         TorchMHAExport (state dict, metadata).
 
     Raises:
-        ValueError: one line naming why stock attention cannot represent the file (see the module docstring).
+        TypeError: ``weights`` is not a WeightFile.  ValueError: its contents are not a valid file, or one line naming
+        why stock attention cannot represent the file (see the module docstring).
     """
+    weights = check_weight_file("weights", weights)
     reasons = unrepresentable_reasons(weights)
     if reasons:
         raise ValueError(f"cannot export as torch-mha: {'; '.join(reasons)}")
@@ -183,12 +185,52 @@ def export_weights(weights: WeightFile, fmt: str, path: str | Path) -> TorchMHAE
     return export
 
 
+def _export_sizes(export: TorchMHAExport) -> tuple[int, int]:
+    """(d, H) of an export, after checking that its metadata and state dict describe one stock module.
+
+    Raises ValueError naming ``export``: metadata embed_dim / num_heads not positive decimal integers, H not dividing
+    d, state-dict keys other than STATE_DICT_KEYS, a value that is not a real floating-point tensor of its shape.
+    """
+    if not isinstance(export.metadata, dict) or not isinstance(export.state_dict, dict):
+        raise ValueError("export must hold a metadata dict and a state_dict dict (from torch_mha_export)")
+    sizes = []
+    for key in ("embed_dim", "num_heads"):
+        text = export.metadata.get(key)
+        if not (isinstance(text, str) and text.isdecimal() and 1 <= int(text) <= 2**31 - 1):
+            raise ValueError(f"export metadata {key} must be a positive integer written in digits, got {text!r}")
+        sizes.append(int(text))
+    d, heads = sizes
+    if d % heads != 0:
+        raise ValueError(f"export metadata num_heads = {heads} must divide embed_dim = {d}")
+    if set(export.state_dict) != set(STATE_DICT_KEYS):
+        raise ValueError(f"export state_dict must hold exactly {', '.join(STATE_DICT_KEYS)}")
+    shapes = {"in_proj_weight": (3 * d, d), "in_proj_bias": (3 * d,), "out_proj.weight": (d, d), "out_proj.bias": (d,)}
+    for key, shape in shapes.items():
+        tensor = export.state_dict[key]
+        if not (isinstance(tensor, torch.Tensor) and tensor.dtype.is_floating_point and tuple(tensor.shape) == shape):
+            got = f"{tensor.dtype} {tuple(tensor.shape)}" if isinstance(tensor, torch.Tensor) else type(tensor).__name__
+            raise ValueError(
+                f"export state_dict[{key!r}] must be a real floating-point tensor of shape {shape}, got {got}"
+            )
+    return d, heads
+
+
 def stock_attention(export: TorchMHAExport, dtype: torch.dtype = torch.float64) -> torch.nn.MultiheadAttention:
     """A stock ``nn.MultiheadAttention(embed_dim=d, num_heads=H, batch_first=True)`` holding ``export``'s weights.
 
     Call it as ``mha(y[:, None, :], X, X)`` with y (B, d) and X (B, N, d); ``[0][:, 0]`` is the file's f(X, y), (B, d).
+
+    Args:
+        export: a TorchMHAExport (from torch_mha_export).
+        dtype: a real floating-point torch dtype for the module's parameters.
+    Returns:
+        the module, in eval mode.
     """
-    d, heads = int(export.metadata["embed_dim"]), int(export.metadata["num_heads"])
+    export = check_instance("export", export, TorchMHAExport, "a TorchMHAExport (from torch_mha_export)")
+    dtype = check_instance("dtype", dtype, torch.dtype, "a torch.dtype")
+    if not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a real floating-point torch.dtype (e.g. torch.float64), got {dtype}")
+    d, heads = _export_sizes(export)
     module = torch.nn.MultiheadAttention(embed_dim=d, num_heads=heads, batch_first=True, dtype=dtype)
     module.load_state_dict({k: v.to(dtype) for k, v in export.state_dict.items()})
     return module.eval()

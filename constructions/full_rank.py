@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from constructions.weights_io import save_weights
 from theory.bounds import full_rank_error
-from theory.validation import check_dimension, check_temperature
+from theory.validation import check_dimension, check_output_file, check_temperature
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -70,6 +70,7 @@ def save_full_rank(path: str | Path, d: int, temperature: float = math.inf) -> P
     Returns:
         the path written.
     """
+    path = check_output_file("path", path)  # before anything is computed
     metadata = full_rank_metadata(d, temperature)
     Q, K, V = full_rank_head(d)
     return save_weights(path, {"Q": Q, "K": K, "V": V}, metadata)

@@ -44,7 +44,18 @@ from constructions.weights_io import save_weights
 from theory.majority_vote_error import majority_vote_error
 from theory.multilayer import AttentionLayer, MultiLayerWeights
 from theory.sphere import sample_sphere
-from theory.validation import check_dimension, check_generator, check_heads, check_temperature
+from theory.validation import (
+    check_array,
+    check_bool,
+    check_dimension,
+    check_generator,
+    check_heads,
+    check_instance,
+    check_int,
+    check_output_file,
+    check_real,
+    check_temperature,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -76,6 +87,15 @@ class MajorityVote:
     directions: FloatArray
     temperature: float
     predicted_error: float
+
+    def __post_init__(self) -> None:
+        check_instance("weights", self.weights, MultiLayerWeights)
+        object.__setattr__(self, "directions", check_array("directions", self.directions, ndim=2))
+        object.__setattr__(self, "temperature", check_temperature(self.temperature))
+        if not (isinstance(self.predicted_error, float) and math.isnan(self.predicted_error)):
+            object.__setattr__(
+                self, "predicted_error", check_real("predicted_error", self.predicted_error, minimum=0.0)
+            )
 
     def metadata(self) -> dict[str, object]:
         """Metadata for constructions.weights_io.save_weights (multi-layer layout)."""
@@ -150,6 +170,8 @@ def build_majority_vote(
     heads = check_heads(heads)
     rng = check_generator(rng)
     temperature = check_temperature(temperature)
+    predict = check_bool("predict", predict)
+    positional_codes = check_bool("positional_codes", positional_codes)
     directions = sample_sphere(heads, d, rng)  # (H, d)
     weights = majority_vote_weights(directions, positional_codes=positional_codes)
     if not positional_codes:
@@ -167,11 +189,14 @@ def save_majority_vote(path: str | Path, built: MajorityVote, seed: int) -> Path
     Args:
         path: output file.
         built: the construction (build_majority_vote).
-        seed: the seed its directions were drawn with (stored as metadata).
+        seed: the seed its directions were drawn with (stored as metadata; an integer >= 0).
 
     Returns:
         The path written.
     """
+    path = check_output_file("path", path)
+    built = check_instance("built", built, MajorityVote, "a MajorityVote (from build_majority_vote)")
+    seed = check_int("seed", seed, minimum=0, maximum=2**63 - 1)
     metadata = {
         **built.metadata(),
         "task": "nearest",

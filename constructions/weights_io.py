@@ -28,7 +28,9 @@ value must be finite and within float32's range (the torch models load the weigh
 from __future__ import annotations
 
 import math
+import os
 import re
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,10 +39,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from safetensors import SafetensorError, safe_open
-from safetensors.numpy import save_file
+from safetensors.numpy import save as serialize
 
 from constructions.eval_tasks import EVAL_TASKS
 from theory.sphere import KEY_KINDS
+from theory.validation import check_existing_file, check_instance, check_output_file
 
 FORMAT_VERSION = "1"
 LAYOUTS = ("single-layer", "multi-layer")
@@ -82,10 +85,19 @@ class WeightFileError(ValueError):
 
 @dataclass
 class WeightFile:
-    """A validated weight file: its tensors (float64 numpy arrays) and parsed metadata."""
+    """A validated weight file: its tensors (float64 numpy arrays) and parsed metadata.
+
+    Built by hand, it is checked like a file on disk (the tensors converted to float64, metadata values parsed as
+    `load_weights` parses them, ``version`` filled in); a mismatch raises `WeightFileError` naming the field, wrong
+    types a TypeError.
+    Functions that take a WeightFile check it again (`check_weight_file`): its dicts may have been changed since.
+    """
 
     tensors: dict[str, npt.NDArray[np.float64]]
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.tensors, self.metadata = _checked_contents(self.tensors, self.metadata, "WeightFile(tensors, metadata)")
 
     @property
     def layout(self) -> str:
@@ -123,7 +135,7 @@ def _format_value(key: str, value: Any) -> str:
     return str(value)
 
 
-def _parse_value(key: str, text: str, path: Path) -> Any:
+def _parse_value(key: str, text: str, path: Path | str) -> Any:
     """A metadata string as its value: strict integers, floats and (``H``) comma-separated integers."""
     if key == "H":
         parts = text.split(",")
@@ -142,7 +154,7 @@ def _parse_value(key: str, text: str, path: Path) -> Any:
     return text
 
 
-def _check_metadata(metadata: Mapping[str, Any], path: Path) -> str:
+def _check_metadata(metadata: Mapping[str, Any], path: Path | str) -> str:
     """Check the parsed metadata on its own (before any tensor is looked at); return the layout."""
     layout = metadata.get("layout")
     if layout not in LAYOUTS:
@@ -237,7 +249,7 @@ def _expected_shapes(metadata: Mapping[str, Any], names: set[str]) -> dict[str, 
 
 
 def _check_layout(
-    metadata: Mapping[str, Any], dtypes: Mapping[str, str], shapes: Mapping[str, tuple[int, ...]], path: Path
+    metadata: Mapping[str, Any], dtypes: Mapping[str, str], shapes: Mapping[str, tuple[int, ...]], path: Path | str
 ) -> None:
     """Compare tensor names, dtypes (numpy names) and shapes with what the checked metadata call for."""
     layout = _check_metadata(metadata, path)
@@ -260,7 +272,7 @@ def _check_layout(
             raise WeightFileError(f"{path}: tensor {name} must have shape {shape}, got {tuple(shapes[name])}")
 
 
-def _check_values(tensors: Mapping[str, np.ndarray], path: Path) -> None:
+def _check_values(tensors: Mapping[str, np.ndarray], path: Path | str) -> None:
     """Every value finite and within float32's range (the torch models hold the weights as float32)."""
     for name, tensor in tensors.items():
         if not np.all(np.isfinite(tensor)):
@@ -273,30 +285,119 @@ def _check_values(tensors: Mapping[str, np.ndarray], path: Path) -> None:
             )
 
 
-def _validate(tensors: Mapping[str, np.ndarray], metadata: Mapping[str, Any], path: Path) -> None:
+def _validate(tensors: Mapping[str, np.ndarray], metadata: Mapping[str, Any], path: Path | str) -> None:
     dtypes = {name: str(np.asarray(t).dtype) for name, t in tensors.items()}
     _check_layout(metadata, dtypes, {name: tuple(np.shape(t)) for name, t in tensors.items()}, path)
     _check_values(tensors, path)
 
 
-def save_weights(path: str | Path, tensors: Mapping[str, np.ndarray], metadata: Mapping[str, Any]) -> Path:
-    """Validate and write a weight file. ``version`` is filled in; every other required key must be given."""
-    path = Path(path)
-    arrays = {name: np.ascontiguousarray(np.asarray(t, dtype=np.float64)) for name, t in tensors.items()}
-    full_metadata = {"version": FORMAT_VERSION, **dict(metadata)}
-    parsed = {k: _parse_value(k, _format_value(k, v), path) for k, v in full_metadata.items()}
-    _validate(arrays, parsed, path)
-    if path.parent and not path.parent.exists():
+def _float64_tensors(name: str, tensors: Any) -> dict[str, npt.NDArray[np.float64]]:
+    """``tensors`` (a mapping of str -> array-like of real numbers) as C-contiguous float64 arrays (else TypeError)."""
+    check_instance(name, tensors, Mapping, "a mapping of tensor names to arrays")
+    arrays: dict[str, npt.NDArray[np.float64]] = {}
+    for key, value in tensors.items():
+        if not isinstance(key, str):
+            raise TypeError(f"{name} must have str keys (tensor names), got {type(key).__name__} {key!r}")
+        try:
+            array = np.asarray(value)
+        except (TypeError, ValueError) as exc:  # ragged nesting, objects numpy cannot read
+            raise TypeError(f"{name}[{key!r}] must be an array of real numbers, got {type(value).__name__}") from exc
+        if array.dtype.kind not in "biuf":  # bool, int, uint, float: exactly representable or rounded to float64
+            raise TypeError(
+                f"{name}[{key!r}] must be an array of real numbers, got {type(value).__name__} of {array.dtype}"
+            )
+        arrays[key] = np.ascontiguousarray(array, dtype=np.float64)
+    return arrays
+
+
+def _checked_contents(
+    tensors: Any, metadata: Any, label: str
+) -> tuple[dict[str, npt.NDArray[np.float64]], dict[str, Any]]:
+    """(float64 tensors, parsed metadata) of a weight file given in memory, checked like a file on disk.
+
+    Metadata values go through the text form they have on disk and back (``_format_value``, ``_parse_value``), so a
+    value is accepted exactly when the same value read from a file would be; a missing ``version`` is this format's
+    (as `save_weights` would write it). ``label`` starts every message about the contents.
+    """
+    arrays = _float64_tensors("tensors", tensors)
+    check_instance("metadata", metadata, Mapping, "a mapping of metadata keys to values")
+    strange = [key for key in metadata if not isinstance(key, str)]
+    if strange:
+        raise TypeError(f"metadata must have str keys, got {type(strange[0]).__name__} {strange[0]!r}")
+    full = {"version": FORMAT_VERSION, **dict(metadata)}
+    parsed = {key: _parse_value(key, _format_value(key, value), label) for key, value in full.items()}
+    _validate(arrays, parsed, label)
+    return arrays, parsed
+
+
+def check_weight_file(name: str, value: Any) -> WeightFile:
+    """A WeightFile argument whose tensors and metadata are (still) those of a valid file; messages start ``name``.
+
+    Args:
+        name: the parameter's name (e.g. "weights").  value: the argument.
+    Returns:
+        ``value`` unchanged.
+    Raises:
+        TypeError: not a WeightFile.  WeightFileError (a ValueError): its contents do not form a valid file.
+    """
+    weights = check_instance(name, value, WeightFile, "a WeightFile (from load_weights)")
+    _checked_contents(weights.tensors, weights.metadata, name)
+    return weights
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` at ``path`` through a temporary file in the same directory, renamed into place.
+
+    A reader never sees a partial file and a failed write leaves nothing behind; missing parent directories are
+    created here. An OSError is raised again naming the parameter ``path``.
+    """
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
-    save_file(arrays, str(path), metadata={k: _format_value(k, v) for k, v in full_metadata.items()})
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(data)
+            os.replace(temporary, path)
+        except BaseException:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+            raise
+    except OSError as exc:
+        raise type(exc)(exc.errno, f"path cannot be written ({exc.strerror or exc})", str(path)) from exc
+
+
+def save_weights(path: str | Path, tensors: Mapping[str, np.ndarray], metadata: Mapping[str, Any]) -> Path:
+    """Validate and write a weight file (atomically). ``version`` is filled in; every other required key must be given.
+
+    Args:
+        path: output file; missing parent directories are created.
+        tensors: tensor name -> numpy array of real numbers (stored as float64), the names and shapes of the layout.
+        metadata: metadata key (str) -> value (numbers, strings; ``H`` a list for multi-layer files).
+
+    Returns:
+        the path written.
+
+    Raises:
+        TypeError / WeightFileError (a ValueError) naming ``tensors`` or ``metadata``; an OSError naming ``path``
+        (checked before anything is written: a directory, an unwritable location, a parent that is a file).
+    """
+    path = check_output_file("path", path)
+    arrays, _ = _checked_contents(tensors, metadata, f"{path} (tensors, metadata)")
+    full_metadata = {"version": FORMAT_VERSION, **dict(metadata)}
+    data = serialize(arrays, metadata={k: _format_value(k, v) for k, v in full_metadata.items()})
+    _write_atomically(path, data)
     return path
 
 
 def load_weights(path: str | Path) -> WeightFile:
-    """Read and validate a weight file; raise `WeightFileError` (a ValueError) naming any mismatch."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(2, "weight file not found", str(path))
+    """Read and validate a weight file; raise `WeightFileError` (a ValueError) naming any mismatch.
+
+    Args:
+        path: an existing safetensors weight file (FileNotFoundError / IsADirectoryError naming ``path`` otherwise).
+    Returns:
+        WeightFile.
+    """
+    path = check_existing_file("path", path)
     try:
         with safe_open(str(path), framework="np") as handle:
             raw_metadata = handle.metadata() or {}
