@@ -19,6 +19,7 @@ from experiments.cli.output import emit, warn
 from experiments.config import ATTENTIONS, KEY_KINDS, MODELS, POSITIONALS, TASKS, VALUES, TrainConfig
 from experiments.training.evaluation import evaluate_run
 from experiments.training.loop import train
+from experiments.training.memory import training_bytes
 from experiments.training.progress import DEFAULT_INTERVAL
 from experiments.training.run import build_run
 from experiments.training.schedule import INIT_STEP_WARNING, init_step_ratio
@@ -126,21 +127,6 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     }
     values["betas"] = (args.beta1, args.beta2)
     return TrainConfig(**values)
-
-
-def training_bytes(config: TrainConfig) -> float:
-    """A rough upper estimate of the bytes one training step holds (float32; parameters, AdamW state, activations).
-
-    Per layer: H heads of rank r on width D (query/key maps H r D each, value maps H D D), a feed-forward block of
-    width ffn_dim; activations of batch_size (N + 1) tokens (icl: 2 N + 1) kept for the backward pass: the token
-    streams, the per-head queries/keys/values, the (N + 1) x (N + 1) score matrices and the feed-forward hidden layer,
-    times 3 for the backward pass and autograd's temporaries.
-    """
-    width, heads, layers = config.model_width, config.heads, config.layers
-    tokens = config.batch_size * (2 * config.N + 1 if config.task == "icl" else config.N + 1)
-    params = layers * (heads * (2 * config.rank * width + width * width) + 2 * width * config.ffn_dim + 4 * width)
-    per_token = layers * (6 * width + heads * (2 * config.rank + width + config.N + 1) + 2 * config.ffn_dim)
-    return 4.0 * (4 * params + 3 * tokens * per_token)
 
 
 def warn_if_init_moves_far(config: TrainConfig) -> None:
