@@ -10,10 +10,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
-from theory.validation import check_choice, check_int, check_real
+from theory.validation import check_bool, check_choice, check_instance, check_int, check_real
 
 VALUES = ("standard", "full")
 ATTENTIONS = ("softmax", "hardmax")
@@ -305,6 +306,17 @@ class TrainResult:
     diverged: bool
     seconds: float
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("final_loss", "best_loss"):  # nan or inf when a run diverged
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise TypeError(f"{name} must be a real number (nan and inf allowed), got {type(value).__name__}")
+        self.final_loss, self.best_loss = float(self.final_loss), float(self.best_loss)
+        self.steps = check_int("steps", self.steps, minimum=0)
+        self.diverged = check_bool("diverged", self.diverged)
+        self.seconds = check_real("seconds", self.seconds, minimum=0.0)
+        check_instance("extra", self.extra, dict, "a dict of further metrics")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dictionary: the five core fields, then ``extra``."""

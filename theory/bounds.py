@@ -94,6 +94,12 @@ class BoundInterval:
     lower: float
     upper: float
 
+    def __post_init__(self) -> None:
+        lower = check_real("lower", self.lower)
+        upper = check_real("upper", self.upper, minimum=lower)
+        object.__setattr__(self, "lower", lower)
+        object.__setattr__(self, "upper", upper)
+
     def __iter__(self) -> Any:
         return iter((self.lower, self.upper))
 

@@ -13,6 +13,7 @@ from experiments.config import TrainConfig
 from experiments.models.factory import build_model
 from experiments.tasks import Task, make_task
 from experiments.training.checkpoints import check_same_config, load_checkpoint
+from theory.validation import check_existing_dir
 
 SAMPLER_SEED_OFFSET = 1_000_003
 """The task sampler of seed s starts from s + this offset (model initialisation uses s itself)."""
@@ -59,17 +60,23 @@ def load_trained_model(out_dir: Path, device: str = "cpu") -> tuple[TrainConfig,
     """Rebuild a run's task and model from its directory (config.json + checkpoint.pt), in eval mode.
 
     The checkpoint is verified (digest, fields; `experiments.training.checkpoints.load_checkpoint`) before use.
+
+    Args:
+        out_dir: an existing run directory (FileNotFoundError / NotADirectoryError naming ``out_dir`` otherwise).
+        device: "cpu", "cuda", "cuda:K" or "auto".
+    Returns:
+        (config, task, model).
     """
-    out_dir = Path(out_dir)
+    out_dir = check_existing_dir("out_dir", out_dir)
     config_path, checkpoint_path = out_dir / "config.json", out_dir / "checkpoint.pt"
     if not config_path.exists():
-        raise ValueError(f"{out_dir}: no config.json; not a training run directory")
+        raise ValueError(f"out_dir {str(out_dir)!r} has no config.json; not a training run directory")
     if not checkpoint_path.exists():
-        raise ValueError(f"{out_dir}: no checkpoint.pt; the run has not saved a model yet")
+        raise ValueError(f"out_dir {str(out_dir)!r} has no checkpoint.pt; the run has not saved a model yet")
     config = read_config_file(config_path)
     state = load_checkpoint(checkpoint_path)  # digest and fields verified
     check_same_config(state["config"], config, checkpoint_path)
-    task, model = build_run(dataclasses.replace(config, init=None, device=device), torch.device(device))
+    task, model = build_run(dataclasses.replace(config, init=None, device=device), resolve_device(device))
     try:
         model.load_state_dict(state["model"])
     except (RuntimeError, TypeError, AttributeError) as exc:
