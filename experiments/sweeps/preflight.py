@@ -1,0 +1,171 @@
+"""What a sweep checks before its first run: every argument of `run_sweep`, and the memory its runs will hold at once.
+
+`check_sweep_request` is called first thing by `experiments.sweeps.runner.run_sweep`, so a bad argument or a sweep
+that cannot fit is refused before the store or any run directory is created, as ``attnrank construct``, ``train`` and
+``eval`` refuse theirs (docs/reliability.md).
+
+The memory estimate (`sweep_bytes`) is an upper bound on what the runs executing at the same moment hold. A local
+sweep runs ``workers`` processes; each executes one unit at a time: a single run, a pack of at most
+`experiments.sweeps.grouping.MAX_PACK` runs (``pack=True``), or all seeds of a cell (``batch_seeds=True``). So at most
+``workers x units' size`` runs are in flight, and the bound adds the largest that many per-run estimates, plus each
+worker process's own footprint (`WORKER_BYTES`). A run's estimate:
+
+- training on the CPU: `experiments.training.memory.training_bytes` (parameters, AdamW state, one step's
+  activations; packed runs stack their tensors, so a pack holds the sum of its runs'). A run on a GPU (device
+  ``cuda``/``cuda:K``, or ``auto`` where CUDA is available) holds its tensors in the GPU's memory, which is not
+  checked here (CUDA refuses what does not fit with its own out-of-memory error): it counts as 0 bytes;
+- random features (`RandomFeaturesSpec`): 8 (6 H^2 + 2 H d) bytes for the largest head count H: the H x H kernel
+  matrix with the copies its nested solves make (the factor 6 of ``attnrank construct random-features``) and the
+  (H, d) head directions;
+- other kinds: not estimated (counted as 0 bytes); a kind added to the presets should add its estimate to
+  `RUN_ESTIMATES`.
+
+A Ray sweep runs on the cluster's machines, not this one: its memory is not checked here.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from experiments.config import TrainConfig
+from experiments.sweeps.backends import BACKENDS, check_ray_address
+from experiments.sweeps.grouping import MAX_PACK
+from experiments.sweeps.presets import PRESETS, RandomFeaturesSpec, RunSpec, get_preset, spec_kind, with_overrides
+from experiments.training.memory import check_memory, training_bytes
+from theory.validation import check_bool, check_choice, check_instance, check_int, check_output_dir
+
+WORKER_BYTES = 256 * 2**20
+"""A worker process's own memory before its first run: 224 MiB private (Private_Clean + Private_Dirty of
+/proc/self/smaps_rollup) measured after importing experiments.sweeps.execute with torch 2.13 on Linux, rounded up.
+Workers are spawned, so this is paid once per worker."""
+
+
+def _random_features_bytes(spec: RunSpec) -> float:
+    """8 (6 H^2 + 2 H d) bytes: the H x H kernel matrix and its solves' copies, the (H, d) directions (H = largest)."""
+    assert isinstance(spec, RandomFeaturesSpec)
+    heads = max(spec.head_counts)
+    return 8.0 * (6 * heads * heads + 2 * heads * spec.d)
+
+
+@functools.cache
+def _cuda_available() -> bool:
+    """Whether ``device="auto"`` means a GPU here. torch is imported only now, when a run leaves the device to
+    ``auto``: the driver of a sweep whose runs name their device never loads it (experiments.sweeps.backends)."""
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def _training_bytes(spec: RunSpec) -> float:
+    """training_bytes of a run on the CPU; 0 for a run on a GPU (its memory is the GPU's, module docstring)."""
+    assert isinstance(spec, TrainConfig)
+    on_gpu = spec.device.startswith("cuda") or (spec.device == "auto" and _cuda_available())
+    return 0.0 if on_gpu else training_bytes(spec)
+
+
+RUN_ESTIMATES: dict[str, Callable[[RunSpec], float]] = {
+    "train": _training_bytes,
+    "random-features": _random_features_bytes,
+}
+"""Run kind (`experiments.sweeps.presets.spec_kind`) -> bytes one run of it holds while it executes."""
+
+
+def run_bytes(spec: RunSpec) -> float:
+    """The bytes one run holds while it executes (0 for a kind without an estimate in `RUN_ESTIMATES`)."""
+    estimate = RUN_ESTIMATES.get(spec_kind(spec))
+    return 0.0 if estimate is None else estimate(spec)
+
+
+def runs_in_flight(specs: Sequence[RunSpec], workers: int, *, pack: bool, batch_seeds: bool) -> int:
+    """The most runs executing at the same moment: ``workers`` units at a time, each of at most the unit size.
+
+    Units: one run (``pack`` and ``batch_seeds`` False), a pack of at most MAX_PACK runs (``pack``), or the seeds of
+    one training cell (``batch_seeds``, which takes precedence, as in `run_sweep`).
+    """
+    if batch_seeds:
+        cells: dict[str, int] = {}
+        for spec in specs:
+            if isinstance(spec, TrainConfig):  # a cell: the config up to its seed (grouping.group_by_seed)
+                key = json.dumps({k: v for k, v in spec.to_dict().items() if k != "seed"}, sort_keys=True)
+                cells[key] = cells.get(key, 0) + 1
+        unit = max(cells.values(), default=1)
+    else:
+        unit = MAX_PACK if pack else 1
+    return min(len(specs), workers * unit)
+
+
+def sweep_bytes(specs: Sequence[RunSpec], workers: int, *, pack: bool, batch_seeds: bool) -> float:
+    """Upper estimate of the memory a local sweep holds at once (module docstring): the largest
+    ``runs_in_flight`` per-run estimates plus WORKER_BYTES per worker that has a unit to run.
+
+    Args:
+        specs: the sweep's runs (all of them: finished runs count too, so a resumed sweep is judged like a fresh one).
+        workers: local worker processes (>= 1).
+        pack, batch_seeds: how runs are grouped into units (`run_sweep`'s arguments).
+    Returns:
+        bytes.
+    """
+    in_flight = runs_in_flight(specs, workers, pack=pack, batch_seeds=batch_seeds)
+    largest = sorted((run_bytes(spec) for spec in specs), reverse=True)[:in_flight]
+    return float(sum(largest)) + WORKER_BYTES * min(workers, len(specs))
+
+
+def check_sweep_request(
+    preset: Any,
+    scale: Any,
+    out: Any,
+    *,
+    backend: Any = "local",
+    workers: Any = None,
+    address: Any = None,
+    overrides: Any = None,
+    progress: Any = True,
+    batch_seeds: Any = False,
+    pack: Any = True,
+    rebuild: Any = False,
+) -> None:
+    """Refuse a `run_sweep` request before anything is written: every argument, then the memory of a local sweep.
+
+    Args: as `experiments.sweeps.runner.run_sweep`.
+
+    Raises:
+        ValueError / TypeError naming the argument (``overrides``' messages also name the field); an OSError naming
+        ``out`` (not a directory, not writable); a ValueError starting ``workers:`` when the runs in flight would
+        not fit in the memory available now.
+    """
+    check_choice("preset", preset, tuple(PRESETS))
+    check_choice("backend", backend, BACKENDS)
+    if workers is not None:
+        workers = check_int("workers", workers, minimum=1)
+    if address is not None:
+        check_instance("address", address, str, "a str (HOST:PORT, ray://HOST:PORT or auto) or None")
+        if backend != "ray":
+            raise ValueError("address is only used with backend 'ray'")
+    for name, value in (("progress", progress), ("batch_seeds", batch_seeds), ("pack", pack), ("rebuild", rebuild)):
+        check_bool(name, value)
+    specs = get_preset(preset).runs(scale)  # validates the scale
+    if overrides is not None:
+        check_instance("overrides", overrides, Mapping, "a mapping of TrainConfig fields to values, or None")
+        strange = [key for key in overrides if not isinstance(key, str)]
+        if strange:
+            raise TypeError(f"overrides must have str keys (TrainConfig fields), got {strange[0]!r}")
+        if overrides:
+            try:
+                specs = with_overrides(specs, overrides)
+            except (TypeError, ValueError) as exc:  # a field's message, e.g. "steps must be an integer >= 1"
+                raise type(exc)(f"overrides: {exc}") from exc
+    check_output_dir("out", out)
+    if backend == "ray":
+        check_ray_address(address)
+        return
+    local_workers = workers if workers is not None else (os.cpu_count() or 1)
+    in_flight = runs_in_flight(specs, local_workers, pack=pack, batch_seeds=batch_seeds)
+    check_memory(
+        sweep_bytes(specs, local_workers, pack=pack, batch_seeds=batch_seeds),
+        f"{in_flight} runs in flight ({local_workers} worker processes, each with its unit of runs)",
+        "workers",
+    )
