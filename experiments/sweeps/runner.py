@@ -27,6 +27,7 @@ from typing import Any
 from experiments.config import TrainConfig
 from experiments.sweeps.backends import run_tasks
 from experiments.sweeps.grouping import group_by_seed, group_into_packs
+from experiments.sweeps.preflight import check_sweep_request
 from experiments.sweeps.presets import RunSpec, get_preset, spec_kind, with_overrides
 from experiments.sweeps.store import DONE_STATUSES, ResultsStore, StoreError
 from experiments.sweeps.work import RunTask
@@ -190,6 +191,19 @@ def run_sweep(
         runs_per_second (runs executed by this call per wall second), store; with ``rebuild`` also restored and
         moved_aside.
     """
+    check_sweep_request(
+        preset,
+        scale,
+        out,
+        backend=backend,
+        workers=workers,
+        address=address,
+        overrides=overrides,
+        progress=progress,
+        batch_seeds=batch_seeds,
+        pack=pack,
+        rebuild=rebuild,
+    )  # every argument, and the memory of the runs in flight, before anything is written (sweeps.preflight)
     if workers is not None:
         check_int("workers", workers, minimum=1)
     spec_list = resolve_runs(preset, scale, overrides)
