@@ -38,7 +38,15 @@ def draw_band(ax: Axes, cells: Sequence[TightnessCell], d: int) -> None:
     for index, (r, group) in enumerate(_by_rank([c for c in cells if c.d == d]).items()):
         colour = f"C{index % 10}"
         hs = [c.H for c in group]
-        ax.plot(hs, [max(c.bound, 1e-4) for c in group], color=colour, linewidth=1.5, label=f"r={r}: certified bound")
+        ax.plot(
+            hs,
+            [max(c.bound, 1e-4) for c in group],
+            color=colour,
+            linewidth=1.5,
+            marker="x",
+            markersize=4,
+            label=f"r={r}: certified bound",
+        )
         trained = [c for c in group if c.trained is not None]
         if trained:
             ax.errorbar(
