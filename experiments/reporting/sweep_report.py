@@ -29,7 +29,7 @@ from experiments.analysis.best_seed import Record
 from experiments.config import TrainConfig
 from experiments.figures.sweeps import DRAWS_PAPER_NUMBERS, FIGURES, parameter_line
 from experiments.reporting.scaling_report import claim_records, scaling_section
-from experiments.reporting.tightness_report import tightness_section
+from experiments.reporting.tightness_report import band_lines, tightness_section
 from experiments.sweeps.claims import CLAIMS, RANDOM_FEATURES_TOLERANCE, Grade, Verdict, judge
 from experiments.sweeps.presets import LONG, PaperNumber, get_preset, rank_class, spec_from_record
 from experiments.sweeps.runner import store_path
@@ -334,6 +334,16 @@ def write_report(out: Path | str) -> Path:
     report = out / "report.md"
     report.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return report
+
+
+def tightness_bands(out: Path | str) -> list[str]:
+    """The band [bound, best found] per d of every tightness sweep in ``<out>/results.sqlite`` (none: [])."""
+    lines: list[str] = []
+    with _open_store(Path(out)) as store:
+        for preset_name, scale in store.sweeps():
+            if preset_name == "tightness":
+                lines += band_lines(sweep_records(store, preset_name, scale), scale)
+    return lines
 
 
 def _cell(value: Any) -> Any:

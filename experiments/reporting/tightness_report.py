@@ -149,3 +149,21 @@ def tightness_section(records: Sequence[Record], out: Path, scale: str) -> tuple
         if controls:
             lines += [*controls, ""]
     return lines, figures
+
+
+def band_lines(records: Sequence[Record], scale: str) -> list[str]:
+    """One line per d for the terminal: per rank, the band [bound, best found] and the ratio at the largest H."""
+    cells = tightness_cells(records)
+    lines = []
+    for d in sorted({c.d for c in cells}):
+        parts = []
+        for r in sorted({c.r for c in cells if c.d == d}):
+            group = [c for c in cells if (c.d, c.r) == (d, r) and c.best_found is not None]
+            if not group:
+                continue
+            top = group[-1]
+            best = top.best_found
+            assert best is not None
+            parts.append(f"r={r} H={top.H}: [{_fmt(top.bound, 3)}, {_fmt(best[0], 3)}] x{_fmt(top.ratio, 3)}")
+        lines.append(f"tightness ({scale}) d={d}: " + "; ".join(parts))
+    return lines

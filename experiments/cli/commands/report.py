@@ -8,7 +8,7 @@ from pathlib import Path
 from experiments.cli.arguments import check_output_file, path_argument
 from experiments.cli.output import emit
 from experiments.reporting.run_report import is_run_directory, write_run_report
-from experiments.reporting.sweep_report import CSV_NAME, write_csv, write_report
+from experiments.reporting.sweep_report import CSV_NAME, tightness_bands, write_csv, write_report
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -51,5 +51,10 @@ def run(args: argparse.Namespace) -> int:
     summary: dict[str, object] = {"report": str(report), "figures": figures}
     if args.csv:
         summary["csv"] = str(write_csv(args.out))
+    bands = tightness_bands(args.out)  # the tightness preset's band per d, printed too (docs/bounds.md)
+    if bands and args.json:
+        summary["tightness_bands"] = bands
     emit(summary, as_json=args.json, title=None if args.json else "report written")
+    if bands and not args.json:
+        print("\n".join(bands))
     return 0
