@@ -139,12 +139,13 @@ class EpochStatistics:
     best: list[float] = field(default_factory=list)
     diverged: list[bool] = field(default_factory=list)
     stopped_at: list[int | None] = field(default_factory=list)  # the step at which a diverged run was stopped
+    graded_from: int = 0  # epochs starting before this step (a curriculum's easier stages) do not count for best
 
     @classmethod
-    def fresh(cls, runs: int, device: torch.device) -> EpochStatistics:
-        """Statistics of ``runs`` runs before their first step."""
+    def fresh(cls, runs: int, device: torch.device, graded_from: int = 0) -> EpochStatistics:
+        """Statistics of ``runs`` runs before their first step (best_loss counts epochs from ``graded_from`` on)."""
         running = torch.zeros(runs, dtype=torch.float64, device=device)  # (K,)
-        return cls(running, 0, [math.nan] * runs, [math.inf] * runs, [False] * runs, [None] * runs)
+        return cls(running, 0, [math.nan] * runs, [math.inf] * runs, [False] * runs, [None] * runs, graded_from)
 
     def stop(self, k: int, step: int) -> None:
         """Mark run k diverged at ``step`` (the first time only)."""
@@ -159,13 +160,16 @@ class EpochStatistics:
     def close_epoch(self, step: int) -> list[float]:
         """End the open epoch after ``step`` steps: each run's mean loss; a non-finite mean marks that run diverged."""
         means = (self.running / self.count).tolist()
+        graded = step - self.count >= self.graded_from  # the epoch started on the full task
         for k, mean in enumerate(means):
             if self.diverged[k]:
                 continue
             if not math.isfinite(mean):
                 self.stop(k, step)
                 continue
-            self.last[k], self.best[k] = mean, min(self.best[k], mean)
+            self.last[k] = mean
+            if graded:
+                self.best[k] = min(self.best[k], mean)
         self.running.zero_()
         self.count = 0
         return means
@@ -208,7 +212,8 @@ class Training:
 
     def optimizer_step(self) -> tuple[torch.Tensor, float]:
         """Draw each run's batch, take one AdamW step on the summed losses; the (K,) losses and the lr used."""
-        batches = self.models.draw(self.task, self.config.batch_size, self.samplers, self.device)
+        # A curriculum (icl) trains step s on an easier stage of the task; the model and its loss are the task's own.
+        batches = self.models.draw(self.task.at_step(self.step), self.config.batch_size, self.samplers, self.device)
         losses = self.models.losses(batches)  # (K,)
         self.optimizer.zero_grad(set_to_none=True)
         losses.sum().backward()
@@ -334,10 +339,14 @@ def _check_metrics(path: Path, rows: list[list[str]], config: TrainConfig, step:
         )
     if rows:
         losses = [float(row[1]) for row in rows]
-        if min(losses) != stats["best"] or losses[-1] != stats["last_epoch"]:
+        starts = [0] + found[:-1]  # each epoch starts where the previous one closed
+        full_from = 0 if config.curriculum is None else config.curriculum.end_step
+        graded = [loss for loss, start in zip(losses, starts, strict=True) if start >= full_from]
+        lowest = min(graded) if graded else math.inf
+        if lowest != stats["best"] or losses[-1] != stats["last_epoch"]:
             raise ValueError(
-                f"{path}: epoch losses (lowest {min(losses)!r}, last {losses[-1]!r}) do not match the checkpoint's "
-                f"stats.best {stats['best']!r} and stats.last_epoch {stats['last_epoch']!r}"
+                f"{path}: epoch losses (lowest graded {lowest!r}, last {losses[-1]!r}) do not match the "
+                f"checkpoint's stats.best {stats['best']!r} and stats.last_epoch {stats['last_epoch']!r}"
             )
 
 
@@ -369,7 +378,8 @@ def start_or_resume(config: TrainConfig, files: RunDirectory) -> tuple[Training,
     optimizer, scheduler = make_optimizer(model.parameters(), config)
     sampler = sampler_generator(config.seed)
     models = SingleModel(model, task, config, device)
-    training = Training(config, task, models, [sampler], optimizer, scheduler, EpochStatistics.fresh(1, device), device)
+    stats = EpochStatistics.fresh(1, device, graded_from=task.full_task_from)
+    training = Training(config, task, models, [sampler], optimizer, scheduler, stats, device)
     if files.checkpoint.exists():
         step, saved = restore_checkpoint(
             files.checkpoint, config, model=model, optimizer=optimizer, scheduler=scheduler, sampler=sampler
@@ -504,9 +514,8 @@ def train_batched(configs: Sequence[TrainConfig]) -> list[TrainResult]:
     stacked = StackedModels(models, task)
     optimizer, scheduler = make_optimizer(stacked.parameters, first)
     samplers = [sampler_generator(c.seed) for c in configs]
-    training = Training(
-        first, task, stacked, samplers, optimizer, scheduler, EpochStatistics.fresh(len(configs), device), device
-    )
+    stats = EpochStatistics.fresh(len(configs), device, graded_from=task.full_task_from)
+    training = Training(first, task, stacked, samplers, optimizer, scheduler, stats, device)
     run_loop(training, LoopHooks(), check_every_step=False)
     K = len(configs)
     return training.stats.results(training.step, training.elapsed() / K, {"batched": K})

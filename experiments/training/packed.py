@@ -217,7 +217,7 @@ def _pack_members(members: list[PackMember], bar: Progress) -> list[TrainResult]
     if first.step > 0:
         optimizer.load_state_dict(pack_optimizer_state([m.training.optimizer.state_dict() for m in members]))
         scheduler.load_state_dict(first.scheduler.state_dict())
-    stats = EpochStatistics.fresh(len(members), first.device)
+    stats = EpochStatistics.fresh(len(members), first.device, graded_from=first.task.full_task_from)
     for k, member in enumerate(members):
         own = member.training.stats
         stats.running[k] = own.running[0]

@@ -1,10 +1,8 @@
 """The icl curriculum in the training loop: step s trains on ``task.at_step(s)``, and only full-task epochs are graded.
 
 The curriculum itself (schedule, stage batches) is tested in tests/experiments/test_config.py and test_tasks.py. This
-file checks which epochs checkpoints accept as graded, and what the loop must do with the curriculum. Until
-`experiments.training.loop` draws each step's batches from ``task.at_step(step)`` and leaves the epochs that start
-before ``task.full_task_from`` out of ``best_loss``, the loop test is an expected failure; it is strict, so it fails
-(XPASS) the moment the loop does both, and the marker must go.
+file checks which epochs checkpoints accept as graded, and that the loop draws each step's batches from
+``task.at_step(step)`` and leaves the epochs that start before ``task.full_task_from`` out of ``best_loss``.
 """
 
 from __future__ import annotations
@@ -42,10 +40,6 @@ TINY_CURRICULUM = TrainConfig(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the training loop does not yet draw from task.at_step(step) nor grade only full-task epochs",
-)
 def test_loop_trains_the_curriculum_and_grades_full_task_epochs(tmp_path: Path, monkeypatch) -> None:
     drawn: list[tuple[int, int]] = []
     sample = LinearRegressionTask.sample
