@@ -8,7 +8,8 @@ code is this working tree. The ratio old wall / new wall is the speed-up of a wh
 (process start, imports, every run's training, checkpoints, evaluations and the store), not of one step.
 
 Also recorded: the machine, the 1-minute load average before and after every sweep (time only a quiet machine:
-the ratio is meaningless if other jobs ran meanwhile), both revisions, and how far the two sweeps' best losses are
+the wall-time ratio is meaningless if other jobs ran meanwhile), the CPU seconds (user + system) of each sweep's
+processes (a steadier measure when the machine is shared, though cache and memory contention still inflate it), both revisions, and how far the two sweeps' best losses are
 apart per run (packed runs equal unpacked ones to float rounding per step; over thousands of steps rounding can
 grow, so this is reported, not asserted).
 
@@ -24,6 +25,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import sqlite3
 import subprocess
 import sys
@@ -82,14 +84,17 @@ def _sweep(code: Path, preset: str, scale: str, workers: int, out: Path, extra: 
         *extra,
     ]
     load_before = os.getloadavg()[0]
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     completed = subprocess.run(command, cwd=code, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - started
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
     load_after = os.getloadavg()[0]
+    cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
     if completed.returncode != 0:
         raise RuntimeError(f"sweep {preset} with {code} failed ({completed.returncode}): {completed.stderr[-2000:]}")
     summary = json.loads(completed.stdout)
-    return {"wall_s": wall, "load_before": load_before, "load_after": load_after, "summary": summary}
+    return {"wall_s": wall, "cpu_s": cpu, "load_before": load_before, "load_after": load_after, "summary": summary}
 
 
 def main() -> int:
@@ -129,6 +134,9 @@ def main() -> int:
                         "old_wall_s": old["wall_s"],
                         "new_wall_s": new["wall_s"],
                         "speedup": old["wall_s"] / new["wall_s"],
+                        "old_cpu_s": old["cpu_s"],
+                        "new_cpu_s": new["cpu_s"],
+                        "cpu_ratio": old["cpu_s"] / new["cpu_s"],
                         "old_load": [old["load_before"], old["load_after"]],
                         "new_load": [new["load_before"], new["load_after"]],
                         "runs_compared": len(shared),
@@ -154,11 +162,12 @@ def main() -> int:
         f"- command: `{record['command']}`",
         f"- machine: {record['machine']}; Python {record['python']}",
         f"- old code {baseline}, new code {record['new_revision']}; {args.workers} workers, one torch thread each",
-        "- load: the 1-minute load average before / after each sweep",
+        "- load: the 1-minute load average before / after each sweep; CPU s: user + system seconds of the sweep's "
+        "processes (less sensitive than wall time to other jobs sharing the cores)",
         "",
-        "| preset | scale | runs | old wall s | new wall s | speed-up | old load | new load "
-        "| best-loss gap median / max |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| preset | scale | runs | old wall s | new wall s | speed-up | old CPU s | new CPU s | CPU ratio | old load "
+        "| new load | best-loss gap median / max |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         gap = (
@@ -168,7 +177,8 @@ def main() -> int:
         )
         lines.append(
             f"| {row['preset']} | {row['scale']} | {row['runs']} | {row['old_wall_s']:.1f} | {row['new_wall_s']:.1f} "
-            f"| {row['speedup']:.2f} | {row['old_load'][0]:.2f} / {row['old_load'][1]:.2f} "
+            f"| {row['speedup']:.2f} | {row['old_cpu_s']:.1f} | {row['new_cpu_s']:.1f} | {row['cpu_ratio']:.2f} "
+            f"| {row['old_load'][0]:.2f} / {row['old_load'][1]:.2f} "
             f"| {row['new_load'][0]:.2f} / {row['new_load'][1]:.2f} | {gap} |"
         )
     text = "\n".join(lines) + "\n"
