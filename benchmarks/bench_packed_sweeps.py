@@ -9,9 +9,9 @@ code is this working tree. The ratio old wall / new wall is the speed-up of a wh
 
 Also recorded: the machine, the 1-minute load average before and after every sweep (time only a quiet machine:
 the wall-time ratio is meaningless if other jobs ran meanwhile), the CPU seconds (user + system) of each sweep's
-processes (a steadier measure when the machine is shared, though cache and memory contention still inflate it), both revisions, and how far the two sweeps' best losses are
-apart per run (packed runs equal unpacked ones to float rounding per step; over thousands of steps rounding can
-grow, so this is reported, not asserted).
+processes (a steadier measure when the machine is shared, though cache and memory contention still inflate it),
+both revisions, and how far the two sweeps' best losses are apart per run (packed runs equal unpacked ones to float
+rounding per step; over thousands of steps rounding can grow, so this is reported, not asserted).
 
 Usage:
     python benchmarks/bench_packed_sweeps.py --record benchmarks/results           # fig1 and depth, cpu scale
