@@ -49,7 +49,7 @@ import torch
 from constructions.export_torch import STATE_DICT_KEYS
 from constructions.state_dict_files import StateDictFile, read_state_dict_file
 from constructions.weights_io import save_weights
-from theory.validation import check_int
+from theory.validation import check_instance, check_int, check_output_file
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -163,7 +163,7 @@ def _rounding_bound(size: int, *norms: float) -> float:
 
 
 def torch_mha_import(
-    state_dict: Mapping[str, Any], num_heads: int, metadata: Mapping[str, str] | None = None, source: str = "state dict"
+    state_dict: Mapping[str, Any], num_heads: int, metadata: Mapping[str, str] | None = None, source: str = "state_dict"
 ) -> MHAImport:
     """The weight file computing a stock nn.MultiheadAttention(d, num_heads) exactly (see the module docstring).
 
@@ -183,6 +183,9 @@ def torch_mha_import(
     """
     if not isinstance(state_dict, Mapping) or not all(isinstance(v, torch.Tensor) for v in state_dict.values()):
         raise TypeError(f"state_dict must be a mapping of names to torch tensors, got {type(state_dict).__name__}")
+    check_instance("source", source, str)
+    if metadata is not None:
+        check_instance("metadata", metadata, Mapping, "a mapping of str to str (a file's metadata), or None")
     state = _strip_prefix(state_dict, source)
     if "in_proj_weight" in state and state["in_proj_weight"].dim() == 2:
         d = int(state["in_proj_weight"].shape[1])
@@ -261,8 +264,7 @@ def import_torch_mha(path: str | Path, num_heads: int, out: str | Path) -> tuple
     Raises:
         TypeError, OSError, ValueError: see `read_state_dict_file` and `torch_mha_import`.
     """
-    if not isinstance(out, (str, Path)):
-        raise TypeError(f"out must be a str or pathlib.Path, got {type(out).__name__}")
+    out = check_output_file("out", out)  # before anything is read
     read = read_state_dict_file(path)
     imported = torch_mha_import(read.tensors, num_heads, read.metadata, source=str(read.path))
     metadata = {**imported.metadata, "source": read.path.name, "source_sha256": read.sha256}

@@ -33,6 +33,8 @@ from typing import Any
 import torch
 from safetensors import SafetensorError, safe_open
 
+from theory.validation import check_existing_file
+
 ZIP_MAGIC = b"PK\x03\x04"
 """The first bytes of a torch file written by ``torch.save`` since torch 1.6 (a zip archive)."""
 PICKLE_PROTOCOL_OPCODE = 0x80
@@ -153,13 +155,7 @@ def read_state_dict_file(path: str | Path) -> StateDictFile:
         OSError: the file does not exist or cannot be read.
         StateDictFileError: one line naming the file and what is wrong (unsafe, damaged, not a state dict).
     """
-    if not isinstance(path, (str, Path)):
-        raise TypeError(f"path must be a str or pathlib.Path, got {type(path).__name__}")
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(2, "state dict file not found", str(path))
-    if path.is_dir():
-        raise IsADirectoryError(21, "is a directory, expected a state dict file", str(path))
+    path = check_existing_file("path", path)  # TypeError, FileNotFoundError, IsADirectoryError naming ``path``
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if data[:4] == ZIP_MAGIC or (data[:1] and data[0] == PICKLE_PROTOCOL_OPCODE):

@@ -47,6 +47,7 @@ from experiments.training.checkpoints import save_checkpoint
 from experiments.training.provenance import provenance
 from experiments.training.run import build_run, sampler_generator
 from experiments.training.schedule import make_optimizer
+from theory.validation import check_output_dir
 
 IMPORT_RECORD = "import.json"
 """The provenance file of an imported run directory."""
@@ -70,9 +71,7 @@ class ImportedRun:
 
 def check_import_target(out_dir: str | Path) -> Path:
     """The run directory an import may write: missing, or an empty directory (a run is never overwritten)."""
-    if not isinstance(out_dir, (str, Path)):
-        raise TypeError(f"out_dir must be a str or pathlib.Path, got {type(out_dir).__name__}")
-    out = Path(out_dir)
+    out = check_output_dir("out_dir", out_dir)  # a path, not a file, somewhere a directory can be made
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"out_dir must be a new or empty directory (an import never overwrites), got {str(out)!r}")
     return out
