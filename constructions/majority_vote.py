@@ -167,7 +167,7 @@ def build_majority_vote(
         MajorityVote (weights, directions, temperature, predicted_error).
     """
     d = check_dimension(d)
-    heads = check_heads(heads)
+    heads = check_heads(heads, name="heads")
     rng = check_generator(rng)
     temperature = check_temperature(temperature)
     predict = check_bool("predict", predict)
