@@ -120,11 +120,11 @@ def tightness_cells(records: Sequence[Record]) -> list[TightnessCell]:
             key = (int(record["d"]), int(record["r"]), int(record["H"]))
             candidate = (float(record["error"]), float(record["error_stderr"]))
             constructions[key] = min(constructions.get(key, candidate), candidate)
-    main_steps = min((run.steps for runs in trained.values() for run in runs), default=0)
     cells = []
     for key in sorted(set(trained) | set(constructions)):
         d, r, H = key
         runs = trained.get(key, [])
+        main_steps = min((run.steps for run in runs), default=0)  # the schedule; longer runs are plateau controls
         main = tuple(sorted((run for run in runs if run.steps == main_steps), key=lambda run: run.seed))
         controls = tuple(run for run in runs if run.steps > main_steps)
         cells.append(

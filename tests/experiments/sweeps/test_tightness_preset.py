@@ -35,11 +35,12 @@ def test_cpu_grid_is_the_issues() -> None:
     for d, r in {(d, r) for d, r, _ in cells}:
         heads = sorted(H for dd, rr, H in cells if (dd, rr) == (d, r))
         assert len(heads) >= 5 and heads[-1] == 1024 and heads[0] == max(4, d // r)
-    main = [s for s in trained if s.steps == 1500]
+    main = [s for s in trained if s.steps * s.batch_size == 1500 * 128]  # d = 32: 3000 steps of 64
     assert {(s.d, s.rank, s.heads) for s in main} == cells
     assert all(sorted(s.seed for s in main if (s.d, s.rank, s.heads) == c) == [0, 1, 2] for c in cells)
     assert all(s.model == "theory" and s.value == "full" and s.layers == 1 and s.N == 2 for s in trained)
-    controls = [s for s in trained if s.steps == 6000]
+    assert all(s.lr == min(0.01, 0.25 / (s.heads * s.d) ** 0.5) and s.temperature == 4.0 for s in trained)
+    controls = [s for s in trained if s.steps * s.batch_size == 4 * 1500 * 128]
     assert sorted(s.d for s in controls) == [8, 16, 32] and all(s.heads == 64 for s in controls)
 
 
