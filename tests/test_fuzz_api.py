@@ -605,3 +605,12 @@ def test_the_checker_fails_bad_refusals(tmp_path: Path) -> None:
     clean.mkdir()
     assert refusal_problem(refuses, {"d": 1}, "d", clean) is None  # the positive control
     assert not names_argument("the dimension is wrong", "d") and names_argument("[Errno 2] d is bad", "d")
+
+
+def test_the_failures_measured_in_issue_20(sandbox: Sandbox) -> None:
+    """The issue's measured escapes, each as a named refusal now (SafetensorError and AttributeError before)."""
+    for unwritable in ("/proc/attnrank-fuzz/full.safetensors", str(sandbox.blocker / "full.safetensors")):
+        assert refusal_problem(attnrank.save_full_rank, {"path": unwritable, "d": 3}, "path", sandbox.root) is None
+    for junk in (None, {}):
+        assert refusal_problem(attnrank.torch_mha_export, {"weights": junk}, "weights", sandbox.root) is None
+    assert refusal_problem(attnrank.stock_attention, {"export": None}, "export", sandbox.root) is None
