@@ -260,7 +260,9 @@ def train_config_junk(name: str, annotation: str) -> st.SearchStrategy[Any]:
         return st.one_of(st.integers(), st.floats(), OBJECTS)
     if annotation == "tuple[float, float]":
         return st.one_of(others(), st.just((math.nan, 0.9)), st.just((0.9,)), st.just(("a", "b")))
-    raise AssertionError(f"TrainConfig.{name}: no junk for annotation {annotation!r}")
+    return st.one_of(
+        st.builds(object), st.complex_numbers(max_magnitude=10)
+    )  # a field added later: no type takes these
 
 
 # --- one entry per public callable ------------------------------------------------------------------------------------
