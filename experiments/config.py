@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import numbers
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,59 @@ LATER_FIELDS = {
 """Fields added after 0.1.0, hashed only when they differ from these defaults (so 0.1.0 result stores still match)."""
 CURRICULUM_FIELDS = ("curriculum_dims_increment", "curriculum_points_increment", "curriculum_interval")
 """The curriculum's schedule fields, which mean something only when curriculum_dims or curriculum_points is set."""
+CONSTRUCTION_INIT_PREFIX = "construction:"
+"""An ``init`` value starting with this names a construction recipe (`ConstructionInit`), not a weight file."""
+INIT_CONSTRUCTIONS = ("majority-vote", "full-rank")
+"""Construction recipes an ``init`` may name: Theorem 5's majority vote and Fact 1's full-rank head."""
+
+
+@dataclass(frozen=True)
+class ConstructionInit:
+    """A construction the theory model starts from, built from the run's own fields (no file to ship or trust).
+
+    ``init = "construction:NAME"`` or ``"construction:NAME@LAMBDA"``. The weights are those of the construction
+    (`experiments.models.construction_init` builds and loads them), so a preset run stays regenerable from its
+    config alone; extra heads, rank rows and scratch coordinates of the model are zero.
+
+    Attributes:
+        name: "majority-vote" (Theorem 5: layer-1 voting heads = every head of layer 1, directions drawn from
+            numpy's default_rng(seed), as `attnrank construct majority-vote --seed SEED` draws them) or
+            "full-rank" (Fact 1's head Q = lambda I, K = V = I).
+        temperature: the construction's inverse temperature lambda (its scores lambda <Q s, K s'>), folded into the
+            query maps, so the run's own ``temperature`` is left as it is; None = the run's temperature
+            (hardmax runs: hardmax).
+    """
+
+    name: str
+    temperature: float | None = None
+
+    def __post_init__(self) -> None:
+        check_choice("init construction", self.name, INIT_CONSTRUCTIONS)
+        if self.temperature is not None:
+            check_real("init construction temperature", self.temperature, minimum=0.0, strict_minimum=True)
+
+    @classmethod
+    def parse(cls, init: str | None) -> ConstructionInit | None:
+        """The recipe named by an ``init`` value, or None for a weight-file path (or no init).
+
+        ValueError naming ``init`` and the allowed forms when the value starts with "construction:" but is not one.
+        """
+        if init is None or not init.startswith(CONSTRUCTION_INIT_PREFIX):
+            return None
+        body = init[len(CONSTRUCTION_INIT_PREFIX) :]
+        name, at, scale = body.partition("@")
+        allowed = f"'construction:NAME' or 'construction:NAME@LAMBDA' with NAME in {', '.join(INIT_CONSTRUCTIONS)}"
+        if name not in INIT_CONSTRUCTIONS:
+            raise ValueError(f"init {init!r} names no construction; allowed: {allowed} (or a weight-file path)")
+        if not at:
+            return cls(name)
+        try:
+            value = float(scale)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"init {init!r}: LAMBDA must be a finite number > 0, got {scale!r}; allowed: {allowed}")
+        return cls(name, value)
 
 
 @dataclass(frozen=True)
@@ -182,7 +236,9 @@ class TrainConfig:
         check_int("checkpoint_every", self.checkpoint_every, minimum=1)
         check_int("log_every", self.log_every, minimum=1)
         if self.init is not None and (not isinstance(self.init, str) or not self.init):
-            raise ValueError(f"init must be a weight-file path or None, got {self.init!r}")
+            raise ValueError(
+                f"init must be a weight-file path, 'construction:NAME[@LAMBDA]' or None, got {self.init!r}"
+            )
         check_choice("model", self.model, MODELS)
         # Combinations.
         if self.positional == "concat" and positional_dim < 1:
@@ -205,6 +261,41 @@ class TrainConfig:
         if self.task == "icl" and self.model == "theory":
             raise ValueError("model must be 'encoder' or 'gpt2' for the icl task (it needs a causal sequence model)")
         self._check_curriculum()
+        self._check_construction_init()
+
+    def _check_construction_init(self) -> None:
+        """ValueError naming ``init`` unless its construction recipe (if it names one) fits this run exactly.
+
+        majority-vote (Theorem 5, docs/depth.md): the theory model on nearest neighbour with N = 2, two layers, full
+        value maps, concatenated scratch of positional_dim >= d + 1 (content, tally, out block); full-rank (Fact 1):
+        the theory model on nearest neighbour, one layer, no positions, rank = d. A hardmax run takes no LAMBDA.
+        """
+        recipe = ConstructionInit.parse(self.init)
+        if recipe is None:
+            return
+        needs: dict[str, object] = {"model": "theory", "task": "nearest"}
+        if recipe.name == "majority-vote":
+            needs.update({"N": 2, "layers": 2, "value": "full", "positional": "concat"})
+        else:
+            needs.update({"layers": 1, "positional": "none", "rank": self.d})
+        for name, wanted in needs.items():
+            if getattr(self, name) != wanted:
+                raise ValueError(
+                    f"init {self.init!r} needs {name} = {wanted!r} (the construction's shape), "
+                    f"got {getattr(self, name)!r}"
+                )
+        if recipe.name == "majority-vote" and self.positional_dim < self.d + 1:
+            raise ValueError(
+                f"init {self.init!r} needs positional_dim >= d + 1 = {self.d + 1} (a tally coordinate and a d-wide "
+                f"output block beside the content), got {self.positional_dim}"
+            )
+        if self.attention == "hardmax" and recipe.temperature is not None:
+            raise ValueError(f"init {self.init!r}: a hardmax run holds the construction at hardmax; drop '@LAMBDA'")
+
+    @property
+    def construction_init(self) -> ConstructionInit | None:
+        """The construction recipe named by ``init``, or None (a weight file, or no init)."""
+        return ConstructionInit.parse(self.init)
 
     def _check_curriculum(self) -> None:
         """ValueError unless the curriculum fields describe no curriculum, or one of icl whose full task is trained

@@ -10,7 +10,8 @@ same interface as the baselines of `experiments.tasks`, so training, evaluation 
   positions, the in-context regression experiment's model (the encoder's L2 norms erase the y-tokens' magnitudes).
 - ``model="theory"``: the query-to-context theory model (`TheoryModel`), fed (context, query) directly; on the
   farthest task every token is a query over the whole context. ``init`` loads a construction weight file into it
-  (`experiments.models.from_weights`), after checking that the file matches the config.
+  (`experiments.models.from_weights`), after checking that the file matches the config, or builds the construction a
+  recipe names (`experiments.models.construction_init`).
 
 Hardmax attention is trained with the straight-through softmax gradient at the config's temperature (the hardmax
 itself has zero derivative almost everywhere).
@@ -25,6 +26,7 @@ from torch import nn
 
 from constructions.weights_io import WeightFileError, load_weights
 from experiments.config import TrainConfig
+from experiments.models.construction_init import load_construction
 from experiments.models.encoder import PaperEncoder
 from experiments.models.from_weights import theory_model_from_file
 from experiments.models.gpt2 import GPT2Backbone
@@ -137,12 +139,17 @@ def theory_network(config: TrainConfig) -> TheoryModel:
 
 
 def theory_network_from_file(config: TrainConfig) -> TheoryModel:
-    """The `TheoryModel` holding the weight file ``config.init``, refused unless the file matches the config.
+    """The `TheoryModel` holding ``config.init``: a weight file, refused unless it matches the config, or a
+    construction recipe ("construction:NAME[@LAMBDA]", `experiments.models.construction_init`) built for the config.
 
     The file fixes d, r, heads per layer, layers, temperature (inf = hardmax), and for positional layouts N and p;
     each must agree with the config, and the error names the first that does not.
     """
     assert config.init is not None
+    if config.construction_init is not None:  # built from the config itself: no file to read
+        network = theory_network(config)
+        load_construction(network, config)
+        return network
     try:
         weights = load_weights(config.init)
     except WeightFileError as exc:
@@ -187,7 +194,7 @@ def theory_network_from_file(config: TrainConfig) -> TheoryModel:
 
 
 def build_theory(config: TrainConfig, task: Task) -> TaskModel:
-    """The query-to-context theory model for ``config``, or loaded from ``config.init``."""
+    """The query-to-context theory model for ``config``, or started from ``config.init`` (file or recipe)."""
     network = theory_network_from_file(config) if config.init is not None else theory_network(config)
     return TaskModel(task, network, "theory")
 

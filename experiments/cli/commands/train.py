@@ -88,7 +88,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--init",
         default=None,
-        help="construction weight file to initialise the theory model from; warns (one line) when one AdamW step at "
+        help="construction weight file to initialise the theory model from, or a recipe built from the run's own "
+        "fields: construction:majority-vote or construction:full-rank, optionally @LAMBDA (the construction's "
+        "inverse temperature; default the run's --temperature); warns (one line) when one AdamW step at "
         "the peak --lr moves the weights by more than 1%% of their norm: lr sqrt(P) / ||theta_init|| > 0.01 for P "
         "parameters, since each AdamW step moves every parameter by about lr",
     )
@@ -147,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     check_memory(
         training_bytes(config), "the model and one step's activations", "--batch-size/--d/--N/--width/--layers"
     )
-    if config.init is not None and not Path(config.init).is_file():
+    if config.init is not None and config.construction_init is None and not Path(config.init).is_file():
         raise ValueError(f"--init weight file not found: {config.init}")
     if not args.progress_interval > 0:
         raise ValueError(f"--progress-interval must be > 0 seconds, got {args.progress_interval!r}")

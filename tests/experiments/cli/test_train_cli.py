@@ -15,6 +15,8 @@ import torch
 
 from constructions.full_rank import save_full_rank
 from experiments.cli.main import main
+from theory.bounds import full_rank_error
+from theory.monte_carlo import DEFAULT_Z
 
 ROOT = Path(__file__).resolve().parents[3]
 TINY_ARGS = ["--task", "farthest", "--d", "4", "--N", "3", "--rank", "4", "--ffn-dim", "16", "--batch-size", "16"]
@@ -303,3 +305,19 @@ def test_init_file_with_a_shorter_positional_table_is_refused(
     status, out, err = run_cli([*common, "--N", "2", "--out", str(tmp_path / "b"), "--json"], capsys)
     assert status == 0, err
     assert json.loads(out)["steps"] == 2
+
+
+def test_init_construction_recipe_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--init construction:full-rank@100 needs no file: the starting model is Fact 1's head (its fresh error,
+    n = 20 000, within 4 s.e. of the exact full_rank_error(8, 100) = 0.00556); a recipe that does not fit the run
+    exits 2 with one line naming init and writes nothing."""
+    base = ["train", "--task", "nearest", "--N", "2", "--keys", "orthonormal", "--model", "theory", "--d", "8"]
+    out = tmp_path / "run"
+    status, stdout, _ = run_cli([*base, "--rank", "8", "--init", "construction:full-rank@100", "--eval-only",
+                                 "--eval-samples", "20000", "--out", str(out), "--json"], capsys)  # fmt: skip
+    start = json.loads(stdout)
+    exact = full_rank_error(8, 100.0)
+    assert status == 0 and start["source"] == "init" and abs(start["mse"] - exact) <= DEFAULT_Z * start["stderr"]
+    status, _, stderr = run_cli([*base, "--rank", "4", "--init", "construction:full-rank", "--out", str(out)], capsys)
+    assert status == 2 and len(stderr.strip().splitlines()) == 1 and "init" in stderr and "rank = 8" in stderr
+    assert not out.exists()
