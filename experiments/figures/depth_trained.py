@@ -5,6 +5,8 @@ One panel per d: error (log axis) against heads per layer H (log2 axis). Four cu
 - trained two-layer rank-1 theory models with positional scratch (fresh Monte Carlo error; the line joins the best
   seed, the band spans best to worst seed, error bars are 4 standard errors of the best seed);
 - trained one-layer rank-1 theory models (Theorem 2's class) with the same H, drawn the same way;
+- the preset's starting-point arms, each drawn the same way: two-layer models with the majority vote's scratch width
+  (p = d + 1) from scratch and from Theorem 5's construction (``init = construction:majority-vote[@T]``);
 - Theorem 2's certified lower bound ``rank_lower_bound(d, 1, H)`` for every one-layer rank-1 model;
 - Theorem 5's exact error ``majority_vote_error(d, H)`` of the two-layer majority-vote construction.
 
@@ -25,40 +27,51 @@ from theory.bounds import rank_lower_bound
 from theory.majority_vote_error import majority_vote_error
 from theory.monte_carlo import DEFAULT_Z
 
-_STYLES = {2: ("tab:blue", "trained, 2 layers (scratch)"), 1: ("tab:orange", "trained, 1 layer")}
+_COLORS = ("tab:blue", "tab:orange", "tab:cyan", "tab:red", "tab:purple", "tab:brown", "tab:pink")
+"""Curve colours in series order (green is the majority vote's exact curve)."""
+SeriesKey = tuple[int, int, int, str | None]
+"""(d, layers, p, init) of one curve: init is the run's construction recipe, or None for training from scratch."""
 
 
-def depth_series(records: Sequence[Record]) -> dict[tuple[int, int], dict[int, list[tuple[float, float]]]]:
-    """(d, layers) -> H -> [(error, stderr) per seed] of the finished rank-1 theory runs on nearest neighbour."""
-    series: dict[tuple[int, int], dict[int, list[tuple[float, float]]]] = {}
+def depth_series(records: Sequence[Record]) -> dict[SeriesKey, dict[int, list[tuple[float, float]]]]:
+    """(d, layers, p, init) -> H -> [(error, stderr) per seed] of finished rank-1 theory runs on nearest neighbour."""
+    series: dict[SeriesKey, dict[int, list[tuple[float, float]]]] = {}
     for r in records:
         if r.get("model") != "theory" or r.get("task") != "nearest" or r.get("rank") != 1:
             continue
         fresh = depth_fresh_error(r)
         if fresh is None or not np.isfinite(fresh[0]):
             continue
-        series.setdefault((int(r["d"]), int(r["layers"])), {}).setdefault(depth_heads(r), []).append(fresh)
+        key = (int(r["d"]), int(r["layers"]), int(r.get("positional_dim") or 0), r.get("init") or None)
+        series.setdefault(key, {}).setdefault(depth_heads(r), []).append(fresh)
     return series
+
+
+def _series_label(layers: int, p: int, init: str | None) -> str:
+    text = f"trained, {layers} layer{'s' if layers != 1 else ''}" + (f", p = {p}" if p else "")
+    if init is None:
+        return text + (" (scratch)" if layers > 1 else "")
+    name, _, scale = init.removeprefix("construction:").partition("@")
+    return f"{text} from {name} (T = {scale or 'run'})"
 
 
 def plot_depth_trained(records: Sequence[Record], path: Path, title: str) -> Path:
     """Draw the depth figure to ``path`` (PNG) and return it; ValueError when no run can be drawn."""
     series = depth_series(records)
-    dims = sorted({d for d, _ in series})
+    dims = sorted({key[0] for key in series})
     if not dims:
         raise ValueError("no finished rank-1 theory runs on nearest neighbour to draw")
     fig, axes = plt.subplots(1, len(dims), figsize=(6.4 * len(dims), 4.6), squeeze=False)
     for ax, d in zip(axes[0], dims, strict=True):
-        heads = sorted({H for (dd, _), by_h in series.items() if dd == d for H in by_h})
+        heads = sorted({H for key, by_h in series.items() if key[0] == d for H in by_h})
         grid = np.unique(np.round(np.geomspace(min(heads), max(heads), 25)).astype(int))  # (G,) head counts
         odd = np.unique(grid | 1)  # (G',) odd H: an even vote count adds ties, which makes the curve zigzag
         ax.plot(grid, [rank_lower_bound(d, 1, int(H)).lower for H in grid], "k--", label="1-layer bound (Thm 2)")
         ax.plot(odd, [majority_vote_error(d, int(H)) for H in odd], "g-", label="majority vote (Thm 5, odd H)")
-        for layers in (2, 1):
-            by_h = series.get((d, layers))
-            if not by_h:
-                continue
-            color, label = _STYLES.get(layers, ("tab:gray", f"trained, {layers} layers"))
+        keys = sorted((k for k in series if k[0] == d), key=lambda k: (k[3] is not None, -k[1], k[2], str(k[3])))
+        for index, (_, layers, p, init) in enumerate(keys):
+            by_h = series[(d, layers, p, init)]
+            color, label = _COLORS[index % len(_COLORS)], _series_label(layers, p, init)
             hs = sorted(by_h)
             best = [min(by_h[H]) for H in hs]
             low = [min(e for e, _ in by_h[H]) for H in hs]

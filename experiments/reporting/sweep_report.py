@@ -28,11 +28,12 @@ from typing import Any
 from experiments.analysis.best_seed import Record
 from experiments.config import TrainConfig
 from experiments.figures.sweeps import DRAWS_PAPER_NUMBERS, FIGURES, parameter_line
+from experiments.reporting.construction_arms_report import construction_arms_lines
 from experiments.reporting.scaling_report import claim_records, scaling_section
 from experiments.reporting.tightness_report import band_lines, tightness_section
 from experiments.sweeps.claims import CLAIMS, RANDOM_FEATURES_TOLERANCE, Grade, Verdict, judge
 from experiments.sweeps.presets import LONG, PaperNumber, get_preset, rank_class, spec_from_record
-from experiments.sweeps.runner import store_path
+from experiments.sweeps.runner import RUNS_DIR, store_path
 from experiments.sweeps.store import ResultsStore
 
 CELL_FACTOR = 1.25
@@ -250,6 +251,7 @@ def sweep_section(
         if claim.magnitude:
             rules = f"magnitude = {claim.magnitude}; direction = {claim.direction or '-'}"
             lines += [f"Grade rules (stated in advance): {rules}.", ""]
+    lines += construction_arms_lines(records, out / RUNS_DIR)  # runs started from a construction (depth), if any
     if preset.paper:
         lines += [
             "| paper cell | paper | ours (spread over matching runs) | runs | grade | why |",
@@ -287,7 +289,7 @@ def sweep_section(
             desc = (
                 f"d={r['d']} N={r['N']} r={r['rank']} c={r['width']} L={r['layers']} pos={r['positional']} "
                 f"seed={r['seed']}" + (f" steps={r['steps']} T={r['temperature']:g}" if scale == LONG else "")
-            )
+            ) + (f" p={r['positional_dim']} init={r['init']}" if r.get("init") else "")
         elif r["kind"] == "least-squares-heads":
             desc = f"d={r['d']} r={r['r']} H={r['H']}: random heads, least-squares output weights"
         else:

@@ -544,6 +544,49 @@ def _depth(scale: str) -> list[RunSpec]:
         base = {**theorem, **schedule, "d": DEPTH_D, "seed": seed}
         specs.append(TrainConfig(**base, layers=2, positional="concat", positional_dim=DEPTH_P, width=c))
         specs.append(TrainConfig(**base, layers=1, width=c * D // DEPTH_D))
+    if scale != "quick":
+        init_widths = (1, 4, 16) if scale == "cpu" else (1, 4, 16, 64)
+        specs += depth_construction_arms(schedule, init_widths, seeds)
+    return specs
+
+
+DEPTH_INIT_P = DEPTH_D + 1
+"""Scratch width of the depth preset's construction arms: Theorem 5's majority vote needs p = d + 1 (a tally
+coordinate and a d-wide output block), so these arms have streams of width D = 17 and H = 17 c heads per layer."""
+DEPTH_INIT_TEMPERATURES = (None, 100.0)
+"""The constructions' inverse temperatures in the depth arms: the run's own (1; the majority vote's exact error is
+then below its hardmax error: 0.267 vs 0.486 at d = 8, H = 17) and 100 (near hardmax: 0.454 at H = 17; Fact 1 0.0056,
+docs/paper.md's reference lambda)."""
+
+
+def depth_construction_arms(
+    schedule: Mapping[str, Any], widths: Sequence[int], seeds: Sequence[int]
+) -> list[TrainConfig]:
+    """The depth preset's starting-point arms (issue 18): each construction beside the same model from scratch.
+
+    - two layers, rank 1, p = `DEPTH_INIT_P`, H = 17 c heads per layer: from scratch, and from Theorem 5's majority
+      vote (``init = "construction:majority-vote[@100]"``, H voting heads, directions drawn from the run's seed);
+    - one layer, full rank (r = d, one head): from scratch, and from Fact 1's head (``"construction:full-rank[@100]"``).
+
+    Same task, schedule and seeds as the preset's other runs. Runs started from a construction are trained alone
+    (never packed or seed-batched).
+    """
+    theorem: dict[str, Any] = {"task": "nearest", "N": 2, "keys": "orthonormal", "model": "theory", "value": "full"}
+    inits = [None] + [f"construction:{{}}{'' if t is None else f'@{t:g}'}" for t in DEPTH_INIT_TEMPERATURES]
+    specs = []
+    for seed, init in itertools.product(seeds, inits):
+        base = {**theorem, **schedule, "d": DEPTH_D, "seed": seed}
+        for c in widths:
+            two: dict[str, Any] = {
+                "layers": 2,
+                "rank": 1,
+                "positional": "concat",
+                "positional_dim": DEPTH_INIT_P,
+                "width": c,
+            }
+            specs.append(TrainConfig(**base, **two, init=None if init is None else init.format("majority-vote")))
+        one: dict[str, Any] = {"layers": 1, "rank": DEPTH_D, "width": 1}
+        specs.append(TrainConfig(**base, **one, init=None if init is None else init.format("full-rank")))
     return specs
 
 
@@ -782,7 +825,11 @@ PRESETS: dict[str, Preset] = {
             _scales(_depth),
             (),
             CLAIMS["depth"].statement,
-            {"quick": "12 runs, ~3 min (176 s, load 6)", "cpu": "30 runs, ~33 min", "paper": "70 runs x 20k steps"},
+            {
+                "quick": "12 runs, ~3 min (176 s, load 6)",
+                "cpu": "66 runs (30 + 36 starting-point arms), ~33 + ~25 min",
+                "paper": "145 runs x 20k steps",
+            },
         ),
         Preset(
             "tightness",

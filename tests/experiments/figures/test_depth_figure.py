@@ -19,7 +19,9 @@ def _run(layers: int, width: int, error: float, seed: int) -> dict:
 def test_depth_figure_is_drawn(tmp_path: Path) -> None:
     records = [_run(2, c, 0.03 / c, s) for c in (1, 2) for s in (0, 1)] + [_run(1, 2 * c, 0.17, 0) for c in (1, 2)]
     series = depth_series(records)
-    assert set(series) == {(8, 2), (8, 1)} and sorted(series[(8, 2)]) == [16, 32]
+    assert set(series) == {(8, 2, 8, None), (8, 1, 0, None)} and sorted(series[(8, 2, 8, None)]) == [16, 32]
+    started = {**_run(2, 1, 0.05, 0), "positional_dim": 9, "init": "construction:majority-vote"}
+    assert depth_series([*records, started])[(8, 2, 9, "construction:majority-vote")] == {17: [(0.05, 0.001)]}
     path = plot_depth_trained(records, tmp_path / "depth.png", "depth (test)")
     assert path.stat().st_size > 1000
     assert FIGURES["depth"] is plot_depth_trained

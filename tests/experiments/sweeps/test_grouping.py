@@ -52,11 +52,17 @@ def test_packs_are_cut_to_balance_the_workers() -> None:
 
 
 def test_depth_grid_packs_seeds_of_each_cell() -> None:
-    """depth cpu: the theory model's head count changes with the width, so only the three seeds of a cell pack."""
+    """depth cpu: the theory model's head count changes with the width, so only the three seeds of a cell pack
+    (10 cells of the main grid, 4 scratch cells of the starting-point arms); runs started from a construction stay
+    single: (3 majority-vote widths + 1 full-rank cell) x 2 construction temperatures x 3 seeds = 24."""
     tasks = _tasks(get_preset("depth").runs("cpu"))
-    packs = _members(group_into_packs(tasks, workers=2))
-    assert len(packs) == 10 and all(len(p) == 3 for p in packs)
-    assert all(len({(t.spec["layers"], t.spec["width"]) for t in p}) == 1 for p in packs)
+    items = _members(group_into_packs(tasks, workers=2))
+    packs = [p for p in items if len(p) > 1]
+    singles = [p[0] for p in items if len(p) == 1]
+    assert len(packs) == 14 and all(len(p) == 3 for p in packs)
+    assert all(len({(t.spec["layers"], t.spec["width"], t.spec["positional_dim"]) for t in p}) == 1 for p in packs)
+    assert all(t.spec["init"] is None for p in packs for t in p)
+    assert len(singles) == 24 and all(str(t.spec["init"]).startswith("construction:") for t in singles)
 
 
 def test_large_groups_are_cut_into_even_packs() -> None:

@@ -6,6 +6,7 @@ import pytest
 
 from experiments.config import TrainConfig
 from experiments.sweeps.presets import (
+    DEPTH_INIT_P,
     PRESETS,
     SCALES,
     RandomFeaturesSpec,
@@ -118,12 +119,36 @@ def _keys(configs: list[TrainConfig]) -> set[tuple[int, int, int]]:
 
 @pytest.mark.parametrize("scale", SCALES)
 def test_depth_pairs_two_layers_with_one_layer_at_equal_heads(scale: str) -> None:
-    """depth: rank-1 theory models on nearest neighbour (N = 2, D_2); every two-layer H has a one-layer partner."""
-    configs = _train_configs("depth", scale)
-    assert all((c.model, c.task, c.N, c.keys, c.rank) == ("theory", "nearest", 2, "orthonormal", 1) for c in configs)
+    """depth: theory models on nearest neighbour (N = 2, D_2); apart from the starting-point arms (their own test)
+    the runs are rank 1 and every two-layer H has a one-layer partner."""
+    every = _train_configs("depth", scale)
+    assert all((c.model, c.task, c.N, c.keys) == ("theory", "nearest", 2, "orthonormal") for c in every)
+    configs = [c for c in every if c.init is None and c.positional_dim != DEPTH_INIT_P and c.rank == 1]
     two = {(c.heads, c.seed) for c in configs if c.layers == 2}
     one = {(c.heads, c.seed) for c in configs if c.layers == 1}
     assert two and two == one
     assert all(c.positional == "concat" and c.positional_dim > 0 for c in configs if c.layers == 2)
     assert all(c.positional == "none" for c in configs if c.layers == 1)
     assert len({h for h, _ in two}) >= 3
+
+
+@pytest.mark.parametrize("scale", ["cpu", "paper"])
+def test_depth_construction_arms_have_scratch_twins(scale: str) -> None:
+    """Every run started from a construction has a run equal to it but for init (the same model from scratch), at the
+    same schedule and seeds as the preset's other runs; the quick scale has no arms."""
+    configs = _train_configs("depth", scale)
+    started = [c for c in configs if c.init is not None]
+    by_hash = {c.config_hash() for c in configs}
+    assert {c.construction_init.name for c in started if c.construction_init} == {"majority-vote", "full-rank"}
+    assert {c.init for c in started} == {
+        "construction:majority-vote", "construction:majority-vote@100", "construction:full-rank",
+        "construction:full-rank@100",
+    }  # fmt: skip
+    for c in started:
+        twin = TrainConfig.from_dict({**c.to_dict(), "init": None})
+        assert twin.config_hash() in by_hash, c
+        assert (c.steps, c.batch_size, c.lr) == (configs[0].steps, configs[0].batch_size, configs[0].lr)
+    assert {c.seed for c in started} == {c.seed for c in configs}
+    majority = [c for c in started if c.layers == 2]
+    assert all(c.rank == 1 and c.positional_dim == DEPTH_INIT_P and c.heads == 17 * c.width for c in majority)
+    assert not [c for c in _train_configs("depth", "quick") if c.init is not None or c.positional_dim == DEPTH_INIT_P]

@@ -1,0 +1,225 @@
+"""Constructions as starting points (the depth preset's arms): each arm's error at step 0, steps to a fixed error and
+final error, beside the same model trained from scratch.
+
+An *arm* is a cell of theory-model runs (layers, rank, scratch width p, heads per layer H) with one starting point:
+from scratch (``init`` None) or from the construction its ``init`` recipe names (`experiments.config.ConstructionInit`).
+Per run, from its sweep record (spec fields merged with metrics) and its run directory:
+
+- **start**: the fresh Monte Carlo error of the model the run starts from (`experiments.training.evaluation.
+  evaluate_run` without a checkpoint: the construction, or the seed's random initialisation), 20 000 samples with a
+  fixed evaluation seed, so a report recomputes the same number from the config alone;
+- **predicted**: the construction's own error at its temperature where theory gives it: Fact 1's exact D_2 error
+  (`theory.bounds.full_rank_error`), Theorem 5's exact error averaged over random directions
+  (`theory.majority_vote_error.majority_vote_error`; one draw of directions differs from it by about 5%,
+  constructions/majority_vote.py ``PREDICTION_SCOPE``);
+- **steps to target**: 0 when the start is at or below the target error (mean + 4 s.e.), else the last step of the
+  first epoch whose mean training loss (``metrics.csv``) is at or below it; None when never reached; unknown when the
+  run directory is absent (the committed stores keep only the results database);
+- **final**: the run's fresh Monte Carlo error after training (`experiments.sweeps.execute`'s ``error`` or
+  ``theorem2`` metrics), and its best epoch loss.
+
+This module loads torch (through the evaluation); `attnrank report` imports it only for a sweep with such arms.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from experiments.analysis.best_seed import Record
+from experiments.config import TrainConfig
+from experiments.training.evaluation import evaluate_run
+from theory.bounds import full_rank_error
+from theory.majority_vote_error import majority_vote_error
+from theory.monte_carlo import DEFAULT_Z
+
+START_SAMPLES, START_SEED = 20_000, 12345
+"""Fresh samples and sampler seed of the step-0 error (the final error uses the same: experiments/sweeps/execute.py)."""
+
+
+@dataclass(frozen=True)
+class ArmRun:
+    """One run of an arm.
+
+    Attributes:
+        seed: the run's seed.  start, start_stderr: the fresh error of its starting model and its standard error.
+        steps_to_target: steps until the target error (0: at the start), None: never, -1: no metrics.csv to read.
+        final, final_stderr: the fresh error after training (nan when the run has none).  best_loss: its lowest epoch
+        loss (nan when absent).  note: why steps_to_target is unknown, if it is.
+    """
+
+    seed: int
+    start: float
+    start_stderr: float
+    steps_to_target: int | None
+    final: float
+    final_stderr: float
+    best_loss: float
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm: a cell and a starting point, with its runs (one per seed).
+
+    Attributes:
+        layers, rank, p, heads: the cell (heads per layer H).  init: the recipe ("construction:...") or None.
+        predicted: the construction's predicted error (nan: scratch, or no closed form for this task).
+        steps: training steps of the runs.  runs: the seeds' runs, in seed order.
+    """
+
+    layers: int
+    rank: int
+    p: int
+    heads: int
+    init: str | None
+    predicted: float
+    steps: int
+    runs: tuple[ArmRun, ...]
+
+    @property
+    def label(self) -> str:
+        """The starting point in words."""
+        if self.init is None:
+            return "scratch"
+        name, _, scale = self.init.removeprefix("construction:").partition("@")
+        words = {"majority-vote": "majority vote (Thm 5)", "full-rank": "full-rank head (Fact 1)"}[name]
+        return f"{words}, T = {scale or 'run'}"
+
+
+def predicted_start_error(config: TrainConfig) -> float:
+    """The construction's predicted error on its task, or nan (scratch, or a task/N/keys without a closed form).
+
+    Args:
+        config: a run of the depth preset's arms.
+
+    Returns:
+        Fact 1: full_rank_error(d, lambda) (exact, D_2, N = 2; 0 at hardmax); Theorem 5:
+        majority_vote_error(d, H, lambda) (mean over random directions; D_2 for softmax).
+    """
+    recipe = config.construction_init
+    if recipe is None or config.task != "nearest" or config.N != 2 or config.keys != "orthonormal":
+        return math.nan
+    temperature = math.inf if config.attention == "hardmax" else (recipe.temperature or config.temperature)
+    if recipe.name == "full-rank":
+        return 0.0 if math.isinf(temperature) else full_rank_error(config.d, temperature)
+    return majority_vote_error(config.d, config.heads, temperature)
+
+
+def start_error(config: TrainConfig) -> tuple[float, float]:
+    """(mean, standard error) of the fresh Monte Carlo error of the model ``config`` starts from (step 0).
+
+    Args:
+        config: any training run (its init recipe or file, else its seed's random initialisation).
+
+    Returns:
+        The error over `START_SAMPLES` fresh samples drawn with seed `START_SEED`, and its standard error.
+    """
+    estimate = evaluate_run(config, None, samples=START_SAMPLES, seed=START_SEED)
+    return float(estimate["mse"]), float(estimate["stderr"])
+
+
+def steps_to_target(metrics_csv: Path, target: float) -> tuple[int | None, str]:
+    """The last step of the first epoch whose mean training loss is <= ``target``, read from a run's metrics.csv.
+
+    Args:
+        metrics_csv: ``<run_dir>/metrics.csv`` (columns step, loss, ...; one row per epoch).
+        target: the error to reach (> 0).
+
+    Returns:
+        (step or None when never reached, "") or (-1, why) when the file is absent or malformed (named in why).
+    """
+    if not metrics_csv.is_file():
+        return -1, f"no {metrics_csv.name} (run directory absent)"
+    try:
+        with metrics_csv.open(newline="", encoding="utf-8") as stream:
+            rows = list(csv.DictReader(stream))
+        curve = [(int(row["step"]), float(row["loss"])) for row in rows]
+    except (OSError, UnicodeDecodeError, csv.Error, KeyError, TypeError, ValueError) as exc:
+        return -1, f"{metrics_csv}: unreadable ({type(exc).__name__}: fields step, loss expected)"
+    steps = [s for s, _ in curve]
+    if any(s < 1 for s in steps) or steps != sorted(set(steps)):
+        return -1, f"{metrics_csv}: field step must be increasing and >= 1"
+    for step, loss in curve:
+        if math.isfinite(loss) and loss <= target:
+            return step, ""
+    return None, ""
+
+
+def arm_cell(record: Mapping[str, Any]) -> tuple[int, int, int, int]:
+    """(layers, rank, p, heads per layer) of a theory-model record."""
+    layers, rank, p = int(record["layers"]), int(record["rank"]), int(record.get("positional_dim") or 0)
+    return layers, rank, p, int(record["width"]) * (int(record["d"]) + p) // rank
+
+
+def construction_arms(records: Sequence[Record], runs_dir: Path, target: float) -> list[Arm]:
+    """Every arm of the records: the cells that have a construction-initialised run, each starting point separately.
+
+    Args:
+        records: sweep records (spec fields merged with metrics; ``hash``, ``status``, ``init`` among them).
+        runs_dir: the sweep's run directories (``<out>/runs``; ``<hash>/metrics.csv`` gives the steps to target).
+        target: the fixed error whose steps are counted (`experiments.sweeps.claims.DEPTH_ARM_TARGET`).
+
+    Returns:
+        Arms ordered by cell, then scratch first and the recipes in order; runs in seed order. Unfinished runs are
+        left out.
+    """
+    finished = [r for r in records if r.get("kind", "train") == "train" and r.get("status") == "finished"]
+    theory = [r for r in finished if r.get("model") == "theory"]
+    cells = {arm_cell(r) for r in theory if r.get("init") is not None}
+    groups: dict[tuple[tuple[int, int, int, int], str], list[Record]] = {}
+    for r in theory:
+        if arm_cell(r) in cells:
+            groups.setdefault((arm_cell(r), str(r.get("init") or "")), []).append(r)
+    arms = []
+    for (cell, init), members in sorted(groups.items()):
+        configs = [_config_of(r) for r in members]
+        runs = []
+        for r, config in sorted(zip(members, configs, strict=True), key=lambda pair: pair[1].seed):
+            start, start_se = start_error(config)
+            reached: int | None = 0
+            note = ""
+            if start + DEFAULT_Z * start_se > target:
+                reached, note = steps_to_target(runs_dir / str(r["hash"]) / "metrics.csv", target)
+            final = _final_error(r)
+            best = r.get("best_loss")
+            runs.append(
+                ArmRun(
+                    seed=config.seed,
+                    start=start,
+                    start_stderr=start_se,
+                    steps_to_target=reached,
+                    final=final[0],
+                    final_stderr=final[1],
+                    best_loss=float(best) if isinstance(best, (int, float)) else math.nan,
+                    note=note,
+                )
+            )
+        layers, rank, p, heads = cell
+        arms.append(
+            Arm(layers, rank, p, heads, init or None, predicted_start_error(configs[0]), configs[0].steps, tuple(runs))
+        )
+    return arms
+
+
+def _config_of(record: Mapping[str, Any]) -> TrainConfig:
+    """The TrainConfig of a finished sweep record, checked against the record's hash (metrics may shadow fields)."""
+    names = set(TrainConfig.__dataclass_fields__)
+    config = TrainConfig.from_dict({k: v for k, v in record.items() if k in names})
+    if config.config_hash() != record.get("hash"):
+        raise ValueError(f"run {record.get('hash')!r}: its record does not rebuild its config (hash differs)")
+    return config
+
+
+def _final_error(record: Mapping[str, Any]) -> tuple[float, float]:
+    """(mean, standard error) of a finished run's fresh error after training (nan, nan when absent)."""
+    t = record.get("theorem2")
+    if isinstance(t, Mapping):
+        return float(t["error"]), float(t["error_stderr"])
+    if isinstance(record.get("error"), (int, float)) and isinstance(record.get("error_stderr"), (int, float)):
+        return float(record["error"]), float(record["error_stderr"])
+    return math.nan, math.nan

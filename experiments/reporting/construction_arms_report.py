@@ -1,0 +1,88 @@
+"""The sweep report's table of construction-initialised arms (the depth preset): start, steps to a target, final.
+
+Reads the records and run directories of a sweep (`experiments.analysis.construction_arms`) and prints one row per arm:
+the cell, the starting point, the construction's predicted error, the fresh error at step 0, the steps to
+`experiments.sweeps.claims.DEPTH_ARM_TARGET` and the fresh error after training, each as its spread over seeds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from experiments.analysis.best_seed import Record
+from experiments.sweeps.claims import DEPTH_ARM_TARGET
+from theory.monte_carlo import DEFAULT_Z
+
+
+def has_construction_arms(records: Sequence[Record]) -> bool:
+    """Whether any finished training run of the records starts from a construction recipe."""
+    return any(str(r.get("init") or "").startswith("construction:") and r.get("status") == "finished" for r in records)
+
+
+def construction_arms_lines(records: Sequence[Record], runs_dir: Path) -> list[str]:
+    """Markdown lines of the arms table (empty when no run starts from a construction).
+
+    Args:
+        records: the sweep's records (spec fields merged with metrics).
+        runs_dir: ``<out>/runs`` (each run's metrics.csv gives its steps to the target; absent directories are said).
+
+    Returns:
+        A heading, the table and its notes.
+    """
+    if not has_construction_arms(records):
+        return []
+    # Loads torch (the step-0 errors are evaluated): imported here so `attnrank report` on other sweeps stays
+    # torch-free, as `attnrank sweep`'s driver does (docs/architecture.md, "Imports at the top of the module").
+    from experiments.analysis.construction_arms import construction_arms
+
+    arms = construction_arms(records, runs_dir, DEPTH_ARM_TARGET)
+    lines = [
+        "### Constructions as starting points",
+        "",
+        "Each arm trains the same model from scratch or from a construction (`init = construction:NAME[@T]`, T the "
+        "construction's inverse temperature; 'run' = the run's own). Start: fresh error of the starting model (step "
+        "0, 20 000 samples, +- one s.e.); predicted: the construction's exact error at its T (Theorem 5's is the mean "
+        f"over random directions, one draw differs by ~5%); steps to {DEPTH_ARM_TARGET:g}: 0 when the start + "
+        f"{DEFAULT_Z:g} s.e. is at or below it, else the first epoch (training-loss mean) at or below it, 'never' if "
+        "none; final: fresh error after training. Ranges are over seeds.",
+        "",
+        f"| L | r | p | H | start from | predicted | start (step 0) | steps to {DEPTH_ARM_TARGET:g} | final | steps "
+        "| seeds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    notes: set[str] = set()
+    for arm in arms:
+        starts = [run.start for run in arm.runs]
+        worst_se = max(run.start_stderr for run in arm.runs)
+        finals = [run.final for run in arm.runs if math.isfinite(run.final)]
+        reached = [_steps_text(run.steps_to_target) for run in arm.runs]
+        notes.update(run.note for run in arm.runs if run.note)
+        predicted = "-" if math.isnan(arm.predicted) else _fmt(arm.predicted)
+        lines.append(
+            f"| {arm.layers} | {arm.rank} | {arm.p} | {arm.heads} | {arm.label} | {predicted} | "
+            f"{_spread(starts)} (+- {_fmt(worst_se)}) | {' / '.join(reached)} | {_spread(finals)} | {arm.steps} | "
+            f"{len(arm.runs)} |"
+        )
+    lines.append("")
+    if notes:
+        lines += ["Steps unknown ('?'): " + "; ".join(sorted(notes)) + ".", ""]
+    return lines
+
+
+def _steps_text(steps: int | None) -> str:
+    if steps is None:
+        return "never"
+    return "?" if steps < 0 else str(steps)
+
+
+def _spread(values: Sequence[float]) -> str:
+    if not values:
+        return "-"
+    low, high = min(values), max(values)
+    return _fmt(low) if low == high else f"{_fmt(low)} - {_fmt(high)}"
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.3g}"
