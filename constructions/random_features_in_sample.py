@@ -50,12 +50,14 @@ class InSampleCurve:
         n_samples: n. counts: (P,) head counts m.
         in_sample: (P,) minimum of the empirical error over the first m heads (the fit scored on its own sample).
         population: (P,) exact population error of those same fitted weights.
+        weights: (counts[-1],) the fitted output weights of the largest prefix.
     """
 
     n_samples: int
     counts: npt.NDArray[np.int64]
     in_sample: FloatArray
     population: FloatArray
+    weights: FloatArray
 
 
 def sample_signs(
@@ -132,6 +134,7 @@ def in_sample_errors(q: Any, k: Any, counts: Any, n_samples: int, rng: np.random
     C = kernel_matrix(q[:top], k[:top])  # (top, top), exact population kernel
     b = target_kernel(q[:top], k[:top])  # (top,)
     in_sample, population = [], []
+    a = np.zeros(0)
     for m in counts_array:
         m = int(m)
         in_sample.append(1.0 - 0.5 * float(z[:m] @ z[:m]))
@@ -142,4 +145,5 @@ def in_sample_errors(q: Any, k: Any, counts: Any, n_samples: int, rng: np.random
         counts=counts_array.astype(np.int64),
         in_sample=np.asarray(in_sample),
         population=np.asarray(population),
+        weights=np.asarray(a, dtype=np.float64),
     )
