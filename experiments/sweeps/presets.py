@@ -30,6 +30,9 @@ from theory.validation import check_choice, check_dimension, check_int
 
 SCALES = ("quick", "cpu", "paper")
 """Scales every paper preset offers (the plumbing preset ``smoke`` has only ``quick``)."""
+GPU = "gpu"
+"""The multi-layer presets' deciding cells at the paper's sizes with fewer steps, sized for one ~10-minute call on one
+H200 for all four presets together (`scripts/gpu_paper.sh`, `paper_deciding_cells`)."""
 LONG = "long"
 """The compute-scaling scale of the multi-layer presets (fig1, posn, icl, conjecture6): each claim's deciding cells
 trained at a ladder of budgets (`budget_ladder`), <= 150 min with 2 workers on 2 CPU cores (docs/scaling.md)."""
@@ -207,6 +210,28 @@ def budget_ladder(
     return configs
 
 
+def paper_deciding_cells(
+    paper_runs: Sequence[RunSpec], keep: Callable[[TrainConfig], bool], steps: int
+) -> list[RunSpec]:
+    """The paper scale's runs that decide a claim (``keep``), each with ``steps`` steps (its own warm-up and cosine
+    schedule) and checkpoints every tenth of them (a run killed at a call's time limit resumes in the next call).
+
+    Everything else (d, N, FFN, batch, lr, temperature, seeds kept) is the paper scale's own.
+    """
+    return [
+        replace(c, steps=steps, checkpoint_every=max(1, steps // 10), log_every=min(c.log_every, max(1, steps // 100)))
+        for c in paper_runs
+        if isinstance(c, TrainConfig) and keep(c)
+    ]
+
+
+GPU_STEPS = {"fig1": 10_000, "posn": 10_000, "conjecture6": 2_000, "icl": 5_000}
+"""Steps of the gpu scale per preset: what ~2 minutes of one H200 is estimated to train for the preset's deciding cells
+(estimated from kernel-launch counts and FLOPs, not measured: no GPU has been lent yet; docs/sweeps.md "On a GPU").
+The paper trains 100k (fig1), 200k (posn), 100k (conjecture6) and 500k (icl) steps; the long scale (docs/scaling.md)
+projects what the reduced counts should reach."""
+
+
 def divisors_pow2(d: int) -> tuple[int, ...]:
     """Ranks d, d/2, ..., 1 (d a power of two), full rank first."""
     ranks = []
@@ -239,6 +264,12 @@ def _fig1(scale: str) -> list[RunSpec]:
         )
     if scale == LONG:
         return _fig1_long()
+    if scale == GPU:  # depth rescues half rank: L = 1 and 3 at r = d and d/2, c = 1, two seeds (8 runs)
+        return paper_deciding_cells(
+            _fig1("paper"),
+            lambda c: c.width == 1 and c.layers in (1, 3) and c.rank in (32, 64) and c.seed < 2,
+            GPU_STEPS["fig1"],
+        )
     if scale == "cpu":
         # The quick scale's d = 16, N = 8 with every rank (16 ... 1), two seeds, 3000 steps (vs 800), and depth:
         # L = 1 at lr 0.01 and L = 3 at lr 0.003 (at lr 0.01 three layers stay at the zero predictor, loss 1.0; at
@@ -393,6 +424,12 @@ def _posn(scale: str) -> list[RunSpec]:
             for kind, dim in (("none", 0), ("concat", 16))
         ]
         return list(budget_ladder(base, cells))
+    if scale == GPU:  # concatenated encodings rescue r = 4 at L = 3: none vs concat, two seeds (4 runs)
+        return paper_deciding_cells(
+            _posn("paper"),
+            lambda c: c.layers == 3 and c.rank == 4 and c.positional != "additive" and c.seed < 2,
+            GPU_STEPS["posn"],
+        )
     if scale == "cpu":
         # The quick scale's set-up (N = 4, lr 0.003: 3-layer models do not train at lr 0.01) with ranks 2 and 4, two
         # seeds and 2500 steps, plus a full-rank reference per seed: 26 runs, estimated 26 min with 2 workers.
@@ -439,6 +476,8 @@ def _icl(scale: str) -> list[RunSpec]:
         return list(
             grid({**icl, **cpu, "d": 8, "N": 10, "embed_dim": 32, "layers": 4}, rank=(32, 8, 2, 1), seed=(0, 1))
         )
+    if scale == GPU:  # full rank (r = D) vs rank 1, two seeds (4 runs)
+        return paper_deciding_cells(_icl("paper"), lambda c: c.rank in (256, 1) and c.seed < 2, GPU_STEPS["icl"])
     # Garg et al.'s standard set-up: d = 20, 41 pairs, D = 256, 12 layers (8 heads of rank 32 is GPT-2's own choice).
     return list(
         grid(
@@ -490,6 +529,12 @@ def _conjecture6(scale: str) -> list[RunSpec]:
         base = {**located, **CPU2, "d": 16, "layers": 2, "width": 1, "log_every": 100}
         cells = [{"N": n, "rank": r} for n in (8, 32) for r in (16, 1)]
         return list(budget_ladder(base, cells, budgets=(2_000, 6_000, 20_000, 100_000)))
+    if scale == GPU:  # rank 1 vs full rank at N = 8 and 32 (the long scale's N; N = 128 and 512 need far more memory)
+        return paper_deciding_cells(
+            _conjecture6("paper"),
+            lambda c: c.N in (8, 32) and c.rank in (64, 1) and c.seed < 2,
+            GPU_STEPS["conjecture6"],
+        )
     if scale == "cpu":
         # N up to 32, two seeds, 2500 steps: ~0.03 / 0.065 / 0.24 s per step at N = 2 / 8 / 32 (rank 1 is the
         # slower), estimated 28 min with 2 workers.
@@ -746,13 +791,14 @@ PRESETS: dict[str, Preset] = {
             "fig1",
             "Figure 1: farthest-point task, rank x width x depth x seeds",
             "fig1",
-            _scales(_fig1, (*SCALES, LONG)),
+            _scales(_fig1, (*SCALES, LONG, GPU)),
             _FIG1_PAPER,
             CLAIMS["fig1"].statement,
             {
                 "quick": "8 runs, ~3 min on 2 cores (174 s at load 8-11)",
                 "cpu": "20 runs (L = 1 and 3, every rank of d = 16), 16-34 min on 2 cores",
                 "paper": "315 runs x 100k steps (GPU)",
+                "gpu": "8 deciding runs at the paper's size x 10k steps, ~2 min on one H200 (estimated)",
             },
         ),
         Preset(
@@ -777,10 +823,15 @@ PRESETS: dict[str, Preset] = {
             "posn",
             "Appendix: positional encodings (none / additive / concatenated)",
             "posn",
-            _scales(_posn, (*SCALES, LONG)),
+            _scales(_posn, (*SCALES, LONG, GPU)),
             _POSN_PAPER,
             CLAIMS["posn"].statement,
-            {"quick": "7 runs, ~4-6 min", "cpu": "26 runs, ~26 min", "paper": "90 runs x 200k steps (GPU)"},
+            {
+                "quick": "7 runs, ~4-6 min",
+                "cpu": "26 runs, ~26 min",
+                "paper": "90 runs x 200k steps (GPU)",
+                "gpu": "4 deciding runs at the paper's size x 10k steps, ~2 min on one H200 (estimated)",
+            },
         ),
         Preset(
             "random-features",
@@ -795,10 +846,15 @@ PRESETS: dict[str, Preset] = {
             "icl",
             "In-context linear regression (Garg et al.) at fixed H = D / r (GPT-2-style model of width D)",
             "icl",
-            _scales(_icl),
+            _scales(_icl, (*SCALES, GPU)),
             (),
             CLAIMS["icl"].statement,
-            {"quick": "3 runs, ~6 min", "cpu": "8 runs, ~40 min", "paper": "12 runs x 500k steps (GPU)"},
+            {
+                "quick": "3 runs, ~6 min",
+                "cpu": "8 runs, ~40 min",
+                "paper": "12 runs x 500k steps (GPU)",
+                "gpu": "4 deciding runs at the paper's size x 5k steps, ~2 min on one H200 (estimated)",
+            },
         ),
         Preset(
             "bound-vs-trained",
@@ -813,10 +869,15 @@ PRESETS: dict[str, Preset] = {
             "conjecture6",
             "Conjecture 6: deep low-rank models as N grows (nearest neighbour)",
             "conjecture6",
-            _scales(_conjecture6, (*SCALES, LONG)),
+            _scales(_conjecture6, (*SCALES, LONG, GPU)),
             (),
             CLAIMS["conjecture6"].statement,
-            {"quick": "8 runs, ~4 min", "cpu": "12 runs, ~28 min", "paper": "45 runs (GPU)"},
+            {
+                "quick": "8 runs, ~4 min",
+                "cpu": "12 runs, ~28 min",
+                "paper": "45 runs (GPU)",
+                "gpu": "8 deciding runs at the paper's size x 2k steps, ~2 min on one H200 (estimated)",
+            },
         ),
         Preset(
             "depth",

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from experiments.config import TrainConfig
 from experiments.sweeps.presets import (
     DEPTH_INIT_P,
+    GPU_STEPS,
     PRESETS,
     SCALES,
     RandomFeaturesSpec,
@@ -152,3 +155,18 @@ def test_depth_construction_arms_have_scratch_twins(scale: str) -> None:
     majority = [c for c in started if c.layers == 2]
     assert all(c.rank == 1 and c.positional_dim == DEPTH_INIT_P and c.heads == 17 * c.width for c in majority)
     assert not [c for c in _train_configs("depth", "quick") if c.init is not None or c.positional_dim == DEPTH_INIT_P]
+
+
+@pytest.mark.parametrize("name", ["fig1", "posn", "conjecture6", "icl"])
+def test_gpu_scale_is_the_paper_scale_s_deciding_cells_with_fewer_steps(name: str) -> None:
+    """Every gpu run is a paper run with only steps, checkpoint_every and log_every changed, steps = GPU_STEPS; both
+    sides of each claim's comparison are there (two ranks, or two encodings), with two seeds each."""
+    strip = ("steps", "checkpoint_every", "log_every")
+    paper = {json.dumps({k: v for k, v in c.to_dict().items() if k not in strip}, sort_keys=True)
+             for c in _train_configs(name, "paper")}  # fmt: skip
+    gpu = _train_configs(name, "gpu")
+    assert gpu and all(json.dumps({k: v for k, v in c.to_dict().items() if k not in strip}, sort_keys=True) in paper
+                       for c in gpu)  # fmt: skip
+    assert {c.steps for c in gpu} == {GPU_STEPS[name]} and all(c.checkpoint_every == c.steps // 10 for c in gpu)
+    assert {c.seed for c in gpu} == {0, 1}
+    assert len({c.rank for c in gpu}) == 2 or {c.positional for c in gpu} == {"none", "concat"}

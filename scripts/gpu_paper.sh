@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The paper's multi-layer claims on one GPU in one ~10-minute call: the deciding cells of fig1, posn, conjecture6 and
+# icl at the paper's model sizes (`attnrank sweep PRESET --scale gpu`: experiments/sweeps/presets.py GPU_STEPS gives
+# each preset's reduced step count), one sweep per preset, each under a time limit, then one report per preset.
+#
+# Time: BUDGET_S seconds (default 450) are shared by the sweeps: each preset gets the budget still left divided by the
+# presets still to run, so time a fast preset leaves goes to the next. A sweep that reaches its limit is stopped with
+# its worker processes (GNU timeout signals its whole process group); its runs checkpoint every tenth of their steps,
+# so running the same command again resumes them. Reports and copies take about a minute more.
+#
+# Usage (repository root):
+#   scripts/gpu_paper.sh [OUT_DIR]                     # on the GPU machine; OUT_DIR defaults to $OUT (else results)
+#   DRY_RUN=1 WORK_DIR=/tmp/w scripts/gpu_paper.sh /tmp/o   # CPU rehearsal: 2 steps of batch 2, FFN 8 (seconds)
+# Environment: PRESETS ("fig1 posn conjecture6 icl"), BUDGET_S (450), WORKERS (4), WORK_DIR (runs/gpu-paper: the
+# sweeps' run directories with their checkpoints, never copied to OUT_DIR), DRY_RUN (0).
+# Writes OUT_DIR/<preset>-gpu/{results.sqlite, report.md, <preset>-gpu.png}, OUT_DIR/gpu-timing.json (per preset: wall
+# seconds, limit, whether it was stopped, runs finished, failed) and OUT_DIR/gpu.txt (device, torch, revision).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$(pwd)"
+ALLOWED="fig1 posn conjecture6 icl"
+OUT_DIR="${1:-${OUT:-results}}"
+PRESETS="${PRESETS:-$ALLOWED}"
+BUDGET_S="${BUDGET_S:-450}"
+WORKERS="${WORKERS:-4}"
+WORK_DIR="${WORK_DIR:-runs/gpu-paper}"
+DRY_RUN="${DRY_RUN:-0}"
+
+fail() { echo "gpu_paper.sh: error: $1" >&2; exit 2; }
+for preset in $PRESETS; do
+  [[ " $ALLOWED " == *" $preset "* ]] || fail "PRESETS: unknown preset '$preset' (allowed: $ALLOWED)"
+done
+[[ -n "${PRESETS// /}" ]] || fail "PRESETS is empty (allowed: $ALLOWED)"
+[[ "$BUDGET_S" =~ ^[1-9][0-9]*$ ]] || fail "BUDGET_S must be an integer >= 1 (seconds), got '$BUDGET_S'"
+[[ "$WORKERS" =~ ^[1-9][0-9]*$ ]] || fail "WORKERS must be an integer >= 1, got '$WORKERS'"
+[[ "$DRY_RUN" == 0 || "$DRY_RUN" == 1 ]] || fail "DRY_RUN must be 0 or 1, got '$DRY_RUN'"
+
+SETS=()
+if [[ "$DRY_RUN" == 1 ]]; then
+  # The same runs' plumbing at toy cost: every config keeps its shape but for FFN width and batch.
+  SETS=(--set steps=2 --set batch_size=2 --set ffn_dim=8 --set log_every=1 --set checkpoint_every=1 --set device=cpu)
+  WORKERS=1
+fi
+mkdir -p "$OUT_DIR" "$WORK_DIR"
+{
+  if [[ "$DRY_RUN" == 0 ]] && command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  else
+    echo "no GPU used (DRY_RUN=$DRY_RUN)"
+  fi
+  python -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
+  echo "revision $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+} > "$OUT_DIR/gpu.txt"
+
+started=$(date +%s)
+set -- $PRESETS
+left=$#
+timing="$WORK_DIR/timing.jsonl"
+: > "$timing"
+for preset in $PRESETS; do
+  spent=$(( $(date +%s) - started ))
+  limit=$(( (BUDGET_S - spent) / left ))
+  (( limit >= 1 )) || limit=1
+  left=$(( left - 1 ))
+  sweep_dir="$WORK_DIR/$preset-gpu"
+  t0=$(date +%s.%N)
+  status=0
+  timeout --kill-after=20 "$limit" python -m experiments.cli.main sweep "$preset" --scale gpu --out "$sweep_dir" \
+    --workers "$WORKERS" "${SETS[@]}" --no-progress --json > "$sweep_dir.sweep.json" 2> "$sweep_dir.sweep.err" \
+    || status=$?
+  t1=$(date +%s.%N)
+  echo "{\"preset\": \"$preset\", \"limit_s\": $limit, \"start\": $t0, \"end\": $t1, \"status\": $status}" >> "$timing"
+  echo "$preset: sweep exit status $status after $(python -c "print(round($t1 - $t0, 1))") s (limit $limit s)" >&2
+done
+
+# The kept copies (store, report, figure; no run directories) and their reports, written where they are kept.
+python - "$OUT_DIR" "$WORK_DIR" "$timing" <<'PY'
+import contextlib
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+out, work, timing = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+summary = {}
+for line in timing.read_text().splitlines():
+    row = json.loads(line)
+    preset, store = row["preset"], work / f"{row['preset']}-gpu" / "results.sqlite"
+    entry = {"wall_s": round(row["end"] - row["start"], 1), "limit_s": row["limit_s"], "exit_status": row["status"],
+             "stopped_at_limit": row["status"] in (124, 137)}
+    if store.is_file():
+        keep = out / f"{preset}-gpu"
+        keep.mkdir(parents=True, exist_ok=True)
+        (keep / "results.sqlite").unlink(missing_ok=True)
+        with contextlib.closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as source:
+            with contextlib.closing(sqlite3.connect(keep / "results.sqlite")) as copy:
+                source.backup(copy)  # a consistent copy, whatever the store's journal still holds
+                copy.execute("PRAGMA journal_mode=DELETE")  # one file to keep (no -wal / -shm beside it)
+            entry["runs"] = dict(source.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall())
+        report = subprocess.run([sys.executable, "-m", "experiments.cli.main", "report", str(keep)],
+                                capture_output=True, text=True)
+        entry["report_exit_status"] = report.returncode
+        if report.returncode:
+            entry["report_error"] = report.stderr.strip()[-500:]
+    else:
+        entry["runs"] = {}
+        entry["note"] = "no results store: the sweep stopped before registering its runs"
+    summary[preset] = entry
+(out / "gpu-timing.json").write_text(json.dumps(summary, indent=2) + "\n")
+print(json.dumps(summary))
+PY

@@ -1,0 +1,83 @@
+"""scripts/gpu_paper.sh: its DRY_RUN=1 rehearsal on the CPU, its time limit, its refusal of bad settings.
+
+The rehearsal runs the same four sweeps (`--scale gpu`) as the GPU call, each run cut to 2 steps of batch 2 with FFN 8,
+so every store, report and figure the GPU call would write is written; on a quiet core it takes about 15 s per preset
+(about a minute in all), hence `slow`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from experiments.sweeps.presets import get_preset
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "gpu_paper.sh"
+PRESETS = ("fig1", "posn", "conjecture6", "icl")
+
+
+def _run(out: Path, work: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "DRY_RUN": "1", "WORK_DIR": str(work), "OMP_NUM_THREADS": "1", **env}
+    command = ["bash", str(SCRIPT), str(out)]
+    return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=1200)
+
+
+@pytest.mark.slow
+def test_dry_run_writes_every_store_report_and_figure(tmp_path: Path) -> None:
+    out, work = tmp_path / "out", tmp_path / "work"
+    done = _run(out, work)
+    assert done.returncode == 0, done.stderr
+    timing = json.loads((out / "gpu-timing.json").read_text())
+    assert list(timing) == list(PRESETS)
+    for preset in PRESETS:
+        keep = out / f"{preset}-gpu"
+        expected = len(get_preset(preset).runs("gpu"))
+        assert timing[preset]["runs"] == {"finished": expected}, (preset, timing[preset])
+        assert not timing[preset]["stopped_at_limit"] and timing[preset]["report_exit_status"] == 0
+        assert (keep / "report.md").read_text().count(f"## {preset} (gpu)") == 1
+        assert (keep / f"{preset}-gpu.png").stat().st_size > 1000
+        assert not list(keep.glob("results.sqlite-*")) and not (keep / "runs").exists()  # one file, no checkpoints
+        with sqlite3.connect(f"file:{keep / 'results.sqlite'}?mode=ro", uri=True) as store:
+            steps = {json.loads(spec)["steps"] for (spec,) in store.execute("SELECT spec FROM runs")}
+        assert steps == {2}
+    assert "no GPU used (DRY_RUN=1)" in (out / "gpu.txt").read_text()
+    # The same command again resumes: every run is found finished and nothing trains.
+    again = _run(out, work, PRESETS="posn")
+    assert again.returncode == 0, again.stderr
+    assert json.loads((work / "posn-gpu.sweep.json").read_text())["skipped"] == len(get_preset("posn").runs("gpu"))
+
+
+@pytest.mark.slow
+def test_a_sweep_past_its_limit_is_stopped_and_the_script_goes_on(tmp_path: Path) -> None:
+    """Negative control for the time budget: with BUDGET_S = 2 the fig1 sweep cannot finish (python alone takes
+    longer to start); it is stopped (exit status 124) and the script still writes its timing."""
+    out, work = tmp_path / "out", tmp_path / "work"
+    done = _run(out, work, PRESETS="fig1", BUDGET_S="2")
+    assert done.returncode == 0, done.stderr
+    timing = json.loads((out / "gpu-timing.json").read_text())["fig1"]
+    assert timing["stopped_at_limit"] and timing["exit_status"] == 124 and timing["wall_s"] < 30
+    assert timing["runs"].get("finished", 0) < len(get_preset("fig1").runs("gpu"))
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"PRESETS": "fig1 depth"}, "PRESETS: unknown preset 'depth' (allowed: fig1 posn conjecture6 icl)"),
+        ({"PRESETS": " "}, "PRESETS is empty"),
+        ({"BUDGET_S": "0"}, "BUDGET_S must be an integer >= 1"),
+        ({"WORKERS": "two"}, "WORKERS must be an integer >= 1"),
+        ({"DRY_RUN": "yes"}, "DRY_RUN must be 0 or 1"),
+    ],
+)
+def test_bad_settings_exit_2_with_one_line_and_write_nothing(tmp_path: Path, env: dict[str, str], message: str) -> None:
+    out, work = tmp_path / "out", tmp_path / "work"
+    done = _run(out, work, **env)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"gpu_paper.sh: error: {message}"), lines
+    assert not out.exists() and not work.exists()
