@@ -15,6 +15,7 @@ Per run, from its sweep record (spec fields merged with metrics) and its run dir
 - **steps to target**: 0 when the start is at or below the target error (mean + 4 s.e.), else the last step of the
   first epoch whose mean training loss (``metrics.csv``) is at or below it; None when never reached; unknown when the
   run directory is absent (the committed stores keep only the results database);
+- **first and highest epoch loss** (``metrics.csv``): whether the first optimiser steps leave the construction;
 - **final**: the run's fresh Monte Carlo error after training (`experiments.sweeps.execute`'s ``error`` or
   ``theorem2`` metrics), and its best epoch loss.
 
@@ -49,7 +50,9 @@ class ArmRun:
         seed: the run's seed.  start, start_stderr: the fresh error of its starting model and its standard error.
         steps_to_target: steps until the target error (0: at the start), None: never, -1: no metrics.csv to read.
         final, final_stderr: the fresh error after training (nan when the run has none).  best_loss: its lowest epoch
-        loss (nan when absent).  note: why steps_to_target is unknown, if it is.
+        loss (nan when absent).  first_epoch, worst_epoch: the mean training loss of its first epoch and its highest
+        epoch mean (nan without metrics.csv): how far the first optimiser steps move it from its start.  note: why
+        the curve is unknown, if it is.
     """
 
     seed: int
@@ -59,6 +62,8 @@ class ArmRun:
     final: float
     final_stderr: float
     best_loss: float
+    first_epoch: float = math.nan
+    worst_epoch: float = math.nan
     note: str = ""
 
 
@@ -123,31 +128,40 @@ def start_error(config: TrainConfig) -> tuple[float, float]:
     return float(estimate["mse"]), float(estimate["stderr"])
 
 
-def steps_to_target(metrics_csv: Path, target: float) -> tuple[int | None, str]:
-    """The last step of the first epoch whose mean training loss is <= ``target``, read from a run's metrics.csv.
+def epoch_curve(metrics_csv: Path) -> tuple[list[tuple[int, float]] | None, str]:
+    """The (step, epoch-mean training loss) rows of a run's metrics.csv, checked.
 
     Args:
         metrics_csv: ``<run_dir>/metrics.csv`` (columns step, loss, ...; one row per epoch).
-        target: the error to reach (> 0).
 
     Returns:
-        (step or None when never reached, "") or (-1, why) when the file is absent or malformed (named in why).
+        (rows, "") or (None, why) when the file is absent or malformed (why names the file and the fields).
     """
     if not metrics_csv.is_file():
-        return -1, f"no {metrics_csv.name} (run directory absent)"
+        return None, f"no {metrics_csv.name} (run directory absent)"
     try:
         with metrics_csv.open(newline="", encoding="utf-8") as stream:
             rows = list(csv.DictReader(stream))
         curve = [(int(row["step"]), float(row["loss"])) for row in rows]
     except (OSError, UnicodeDecodeError, csv.Error, KeyError, TypeError, ValueError) as exc:
-        return -1, f"{metrics_csv}: unreadable ({type(exc).__name__}: fields step, loss expected)"
+        return None, f"{metrics_csv}: unreadable ({type(exc).__name__}: fields step, loss expected)"
     steps = [s for s, _ in curve]
-    if any(s < 1 for s in steps) or steps != sorted(set(steps)):
-        return -1, f"{metrics_csv}: field step must be increasing and >= 1"
+    if not curve or any(s < 1 for s in steps) or steps != sorted(set(steps)):
+        return None, f"{metrics_csv}: field step must be increasing and >= 1"
+    return curve, ""
+
+
+def steps_to_target(curve: Sequence[tuple[int, float]], target: float) -> int | None:
+    """The last step of the first epoch whose mean training loss is <= ``target`` (None when none is).
+
+    Args:
+        curve: (step, epoch-mean loss) rows in step order (`epoch_curve`).
+        target: the error to reach.
+    """
     for step, loss in curve:
         if math.isfinite(loss) and loss <= target:
-            return step, ""
-    return None, ""
+            return step
+    return None
 
 
 def arm_cell(record: Mapping[str, Any]) -> tuple[int, int, int, int]:
@@ -181,10 +195,10 @@ def construction_arms(records: Sequence[Record], runs_dir: Path, target: float) 
         runs = []
         for r, config in sorted(zip(members, configs, strict=True), key=lambda pair: pair[1].seed):
             start, start_se = start_error(config)
-            reached: int | None = 0
-            note = ""
-            if start + DEFAULT_Z * start_se > target:
-                reached, note = steps_to_target(runs_dir / str(r["hash"]) / "metrics.csv", target)
+            curve, note = epoch_curve(runs_dir / str(r["hash"]) / "metrics.csv")
+            reached: int | None = -1 if curve is None else steps_to_target(curve, target)
+            if start + DEFAULT_Z * start_se <= target:
+                reached = 0
             final = _final_error(r)
             best = r.get("best_loss")
             runs.append(
@@ -196,6 +210,8 @@ def construction_arms(records: Sequence[Record], runs_dir: Path, target: float) 
                     final=final[0],
                     final_stderr=final[1],
                     best_loss=float(best) if isinstance(best, (int, float)) else math.nan,
+                    first_epoch=math.nan if curve is None else curve[0][1],
+                    worst_epoch=math.nan if curve is None else max(loss for _, loss in curve),
                     note=note,
                 )
             )

@@ -46,11 +46,13 @@ def construction_arms_lines(records: Sequence[Record], runs_dir: Path) -> list[s
         "0, 20 000 samples, +- one s.e.); predicted: the construction's exact error at its T (Theorem 5's is the mean "
         f"over random directions, one draw differs by ~5%); steps to {DEPTH_ARM_TARGET:g}: 0 when the start + "
         f"{DEFAULT_Z:g} s.e. is at or below it, else the first epoch (training-loss mean) at or below it, 'never' if "
-        "none; final: fresh error after training. Ranges are over seeds.",
+        "none; first / highest epoch: mean training loss of the first 'log_every' steps and the highest epoch mean "
+        "(how far the first optimiser steps move the start); final: fresh error after training. Ranges are over "
+        "seeds.",
         "",
-        f"| L | r | p | H | start from | predicted | start (step 0) | steps to {DEPTH_ARM_TARGET:g} | final | steps "
-        "| seeds |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| L | r | p | H | start from | predicted | start (step 0) | first epoch | highest epoch | steps to "
+        f"{DEPTH_ARM_TARGET:g} | final | steps | seeds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     notes: set[str] = set()
     for arm in arms:
@@ -58,16 +60,19 @@ def construction_arms_lines(records: Sequence[Record], runs_dir: Path) -> list[s
         worst_se = max(run.start_stderr for run in arm.runs)
         finals = [run.final for run in arm.runs if math.isfinite(run.final)]
         reached = [_steps_text(run.steps_to_target) for run in arm.runs]
+        firsts = [run.first_epoch for run in arm.runs if math.isfinite(run.first_epoch)]
+        worsts = [run.worst_epoch for run in arm.runs if math.isfinite(run.worst_epoch)]
         notes.update(run.note for run in arm.runs if run.note)
         predicted = "-" if math.isnan(arm.predicted) else _fmt(arm.predicted)
         lines.append(
             f"| {arm.layers} | {arm.rank} | {arm.p} | {arm.heads} | {arm.label} | {predicted} | "
-            f"{_spread(starts)} (+- {_fmt(worst_se)}) | {' / '.join(reached)} | {_spread(finals)} | {arm.steps} | "
+            f"{_spread(starts)} (+- {_fmt(worst_se)}) | {_spread(firsts)} | {_spread(worsts)} | {' / '.join(reached)} "
+            f"| {_spread(finals)} | {arm.steps} | "
             f"{len(arm.runs)} |"
         )
     lines.append("")
     if notes:
-        lines += ["Steps unknown ('?'): " + "; ".join(sorted(notes)) + ".", ""]
+        lines += ["Training curves unknown ('?', '-'): " + "; ".join(sorted(notes)) + ".", ""]
     return lines
 
 

@@ -8,7 +8,12 @@ from typing import Any
 
 import pytest
 
-from experiments.analysis.construction_arms import construction_arms, predicted_start_error, steps_to_target
+from experiments.analysis.construction_arms import (
+    construction_arms,
+    epoch_curve,
+    predicted_start_error,
+    steps_to_target,
+)
 from experiments.config import TrainConfig
 from experiments.reporting.construction_arms_report import construction_arms_lines
 from experiments.sweeps.claims import DEPTH_ARM_TARGET, depth_trained
@@ -39,19 +44,20 @@ def _curve(path: Path, losses: list[float], every: int = 50) -> Path:
     return path / "metrics.csv"
 
 
-def test_steps_to_target_reads_the_first_epoch_at_or_below(tmp_path: Path) -> None:
-    csv_path = _curve(tmp_path / "a", [0.9, 0.2, 0.05, 0.01])
-    assert steps_to_target(csv_path, 0.05) == (150, "")
-    assert steps_to_target(csv_path, 0.001) == (None, "")
-    assert steps_to_target(tmp_path / "absent" / "metrics.csv", 0.05)[0] == -1
+def test_curves_are_checked_and_steps_to_target_read_the_first_epoch_at_or_below(tmp_path: Path) -> None:
+    curve, why = epoch_curve(_curve(tmp_path / "a", [0.9, 0.2, 0.05, 0.01]))
+    assert curve == [(50, 0.9), (100, 0.2), (150, 0.05), (200, 0.01)] and why == ""
+    assert steps_to_target(curve, 0.05) == 150 and steps_to_target(curve, 0.001) is None
+    assert epoch_curve(tmp_path / "absent" / "metrics.csv")[0] is None
     bad = tmp_path / "b"
     bad.mkdir()
     (bad / "metrics.csv").write_text("step,value\n50,0.1\n", encoding="utf-8")
-    found, why = steps_to_target(bad / "metrics.csv", 0.05)
-    assert found == -1 and "step, loss" in why
-    _curve(tmp_path / "c", [0.9, 0.2])
-    (tmp_path / "c" / "metrics.csv").write_text("step,loss\n100,0.9\n50,0.01\n", encoding="utf-8")
-    assert steps_to_target(tmp_path / "c" / "metrics.csv", 0.05)[0] == -1  # steps out of order: not trusted
+    curve, why = epoch_curve(bad / "metrics.csv")
+    assert curve is None and "step, loss" in why
+    (bad / "metrics.csv").write_text("step,loss\n100,0.9\n50,0.01\n", encoding="utf-8")
+    assert epoch_curve(bad / "metrics.csv")[0] is None  # steps out of order: not trusted
+    (bad / "metrics.csv").write_text("step,loss\n", encoding="utf-8")
+    assert epoch_curve(bad / "metrics.csv")[0] is None  # no epoch at all
 
 
 def test_predictions_are_the_constructions_exact_errors() -> None:
@@ -78,7 +84,9 @@ def test_arms_measure_start_steps_and_final(tmp_path: Path) -> None:
     assert fact_arm.runs[0].steps_to_target == 0 and fact_arm.runs[0].start < DEPTH_ARM_TARGET
     assert fact_arm.predicted == full_rank_error(D, 100.0) and fact_arm.runs[0].final == 0.004
     assert scratch_arm.runs[0].start > 0.5 and scratch_arm.runs[0].steps_to_target == 150
+    assert (scratch_arm.runs[0].first_epoch, scratch_arm.runs[0].worst_epoch) == (0.8, 0.8)
     assert scratch_arm.runs[1].steps_to_target == -1 and "absent" in scratch_arm.runs[1].note
+    assert math.isnan(scratch_arm.runs[1].first_epoch)
     lines = construction_arms_lines(records, tmp_path)
     table = [line for line in lines if line.startswith("| 1 |")]
     assert len(table) == 2 and "150 / ?" in table[0] and "| 0 |" in table[1]
