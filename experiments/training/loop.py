@@ -49,6 +49,7 @@ from experiments.config import TrainConfig, TrainResult
 from experiments.json_files import atomic_write_bytes, write_json
 from experiments.models.attention import use_implementation
 from experiments.tasks import Batch, Task
+from experiments.training.arguments import check_batched_configs, check_train_arguments
 from experiments.training.checkpoints import (
     check_same_config,
     remove_stale_temporaries,
@@ -451,9 +452,8 @@ def train(
     Returns:
         the TrainResult (also written to out_dir/result.json).
     """
-    if not isinstance(config, TrainConfig):
-        raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
-    files = RunDirectory(Path(out_dir))
+    config, out_dir, progress, progress_interval = check_train_arguments(config, out_dir, progress, progress_interval)
+    files = RunDirectory(out_dir)
     files.root.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(files.root)  # left by a process killed while writing; this run owns the directory
     finished = finished_result(files, config)
@@ -505,6 +505,7 @@ def train_batched(configs: Sequence[TrainConfig]) -> list[TrainResult]:
     Returns:
         K TrainResults (same meaning as train()'s, ``extra={"batched": K}``, seconds = total / K), in input order.
     """
+    configs = check_batched_configs(configs)
     check_batchable(configs)
     first = configs[0]
     device = resolve_device(first.device)
