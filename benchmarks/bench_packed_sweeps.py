@@ -36,6 +36,9 @@ from typing import Any
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 BASELINE = "b725318"
+ADDED_SINCE_BASELINE = {"depth": "depth_construction_arms"}
+"""preset -> the presets.py function whose runs were added after BASELINE (the depth preset's 36 starting-point arms,
+issue 18): the new code's sweep runs without them, so both sweeps train the same runs (checked: equal run counts)."""
 
 
 def _git(*args: str, cwd: Path = REPOSITORY) -> str:
@@ -67,10 +70,18 @@ def _sweep(code: Path, preset: str, scale: str, workers: int, out: Path, extra: 
     imported = subprocess.run(probe, cwd=code, env=env, check=True, capture_output=True, text=True).stdout
     if not Path(imported).resolve().is_relative_to(code.resolve()):
         raise RuntimeError(f"{code}: the subprocess imported {imported}, not this tree's packages")
+    launcher = ["-m", "experiments.cli.main"]
+    dropped = ADDED_SINCE_BASELINE.get(preset) if code.resolve() == REPOSITORY else None
+    if dropped is not None:
+        # Same grid as the old code: the preset function that adds the new runs returns none (see ADDED_SINCE_BASELINE).
+        launcher = [
+            "-c",
+            f"import experiments.sweeps.presets as p; p.{dropped} = lambda *a, **k: []; "
+            "from experiments.cli.main import main; import sys; raise SystemExit(main(sys.argv[1:]))",
+        ]
     command = [
         sys.executable,
-        "-m",
-        "experiments.cli.main",
+        *launcher,
         "sweep",
         preset,
         "--scale",
@@ -124,6 +135,11 @@ def main() -> int:
                     results[label]["best"] = _best_losses(out)
                     print(f"  {results[label]['wall_s']:.1f} s", file=sys.stderr, flush=True)
                 old, new = results["old"], results["new"]
+                if old["summary"]["runs"] != new["summary"]["runs"]:
+                    raise RuntimeError(
+                        f"{preset}: the old sweep has {old['summary']['runs']} runs, the new {new['summary']['runs']}: "
+                        "not the same grid (extend ADDED_SINCE_BASELINE)"
+                    )
                 shared = sorted(set(old["best"]) & set(new["best"]))
                 gaps = [abs(new["best"][k] - old["best"][k]) / abs(old["best"][k]) for k in shared]
                 rows.append(
