@@ -459,6 +459,11 @@ def _random_features(scale: str) -> list[RunSpec]:
     return [RandomFeaturesSpec(d=d, head_counts=counts, trial=t) for d in dims for t in range(trials)]
 
 
+ICL_LONG_BUDGETS = (1_500, 3_000, 6_000, 15_000)
+"""icl's long-scale budgets: 10x in steps around the cpu scale's 3000 (the paper's 500k steps are out of reach of a
+CPU at any model size that learns the task; docs/scaling.md)."""
+
+
 def _icl(scale: str) -> list[RunSpec]:
     # GPT-2-style backbone (models/gpt2.py) of width D = embed_dim with H = D / r heads of rank r: the paper's
     # encoder cannot do regression (its L2 norms erase the y-tokens' magnitudes; it stays at loss ~0.98 at every rank).
@@ -476,6 +481,13 @@ def _icl(scale: str) -> list[RunSpec]:
         return list(
             grid({**icl, **cpu, "d": 8, "N": 10, "embed_dim": 32, "layers": 4}, rank=(32, 8, 2, 1), seed=(0, 1))
         )
+    if scale == LONG:
+        # The deciding cells of the cpu scale (its model, L = 4, D = 32), full rank (one head, r = 32) vs rank 1 (32
+        # heads), along ICL_LONG_BUDGETS (10x), two seeds below the top and one at it. Seconds per step measured in
+        # the committed cpu store at load 6-8: r = 32 0.10, r = 1 0.48 (gpt2 runs are never packed); on an idle
+        # machine about a third of that, so ~36k steps of r = 1 take ~1.5 worker-hours: ~60-75 min with 2 workers.
+        cpu_model = {**icl, **CPU2, "ffn_dim": 128, "lr": 0.003, "d": 8, "N": 10, "embed_dim": 32, "layers": 4}
+        return budget_ladder(cpu_model, [{"rank": 32}, {"rank": 1}], budgets=ICL_LONG_BUDGETS)
     if scale == GPU:  # full rank (r = D) vs rank 1, two seeds (4 runs)
         return paper_deciding_cells(_icl("paper"), lambda c: c.rank in (256, 1) and c.seed < 2, GPU_STEPS["icl"])
     # Garg et al.'s standard set-up: d = 20, 41 pairs, D = 256, 12 layers (8 heads of rank 32 is GPT-2's own choice).
@@ -846,12 +858,13 @@ PRESETS: dict[str, Preset] = {
             "icl",
             "In-context linear regression (Garg et al.) at fixed H = D / r (GPT-2-style model of width D)",
             "icl",
-            _scales(_icl, (*SCALES, GPU)),
+            _scales(_icl, (*SCALES, LONG, GPU)),
             (),
             CLAIMS["icl"].statement,
             {
                 "quick": "3 runs, ~6 min",
                 "cpu": "8 runs, ~40 min",
+                "long": "14 runs (r = 32 and r = 1 at 1.5k ... 15k steps), ~60-75 min (estimated)",
                 "paper": "12 runs x 500k steps (GPU)",
                 "gpu": "4 deciding runs at the paper's size x 5k steps, ~2 min on one H200 (estimated)",
             },
