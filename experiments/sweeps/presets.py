@@ -487,7 +487,7 @@ def _icl(scale: str) -> list[RunSpec]:
         # the committed cpu store at load 6-8: r = 32 0.10, r = 1 0.48 (gpt2 runs are never packed); on an idle
         # machine about a third of that, so ~36k steps of r = 1 take ~1.5 worker-hours: ~60-75 min with 2 workers.
         cpu_model = {**icl, **CPU2, "ffn_dim": 128, "lr": 0.003, "d": 8, "N": 10, "embed_dim": 32, "layers": 4}
-        return budget_ladder(cpu_model, [{"rank": 32}, {"rank": 1}], budgets=ICL_LONG_BUDGETS)
+        return list(budget_ladder(cpu_model, [{"rank": 32}, {"rank": 1}], budgets=ICL_LONG_BUDGETS))
     if scale == GPU:  # full rank (r = D) vs rank 1, two seeds (4 runs)
         return paper_deciding_cells(_icl("paper"), lambda c: c.rank in (256, 1) and c.seed < 2, GPU_STEPS["icl"])
     # Garg et al.'s standard set-up: d = 20, 41 pairs, D = 256, 12 layers (8 heads of rank 32 is GPT-2's own choice).
