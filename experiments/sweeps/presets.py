@@ -665,7 +665,8 @@ def _tightness(scale: str) -> list[RunSpec]:
     samples: dict[str, int]
     dims: tuple[int, ...]
     if scale == "quick":
-        # ~5 ms per step at H <= 128: 15 cells x 3 seeds x 400 steps plus 15 solves of a few seconds, ~2-3 min.
+        # ~5 ms per step at H <= 128: 15 cells x 3 seeds x 400 steps plus 15 solves of a few seconds; measured 34 s
+        # with 2 workers on an idle machine (2026-12-04).
         dims, top, count, steps, long_steps = (8, 16), 128, 3, 400, 1600
         samples = {"validation_samples": 8192, "score_samples": 10_000}
     elif scale == "cpu":
@@ -913,7 +914,7 @@ PRESETS: dict[str, Preset] = {
             (),
             CLAIMS["tightness"].statement,
             {
-                "quick": "62 runs (d = 8, 16; H <= 128), ~3 min",
+                "quick": "62 runs (d = 8, 16; H <= 128), 34 s + 6 s report (measured, idle machine, 2 workers)",
                 "cpu": "163 runs (d = 8, 16, 32; H <= 1024), ~40 min",
                 "paper": "GPU",
             },
