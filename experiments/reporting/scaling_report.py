@@ -17,14 +17,23 @@ from experiments.figures.scaling import plot_scaling
 from experiments.sweeps.claims import SCALING_RULES, fig1, judge
 from experiments.sweeps.scaling_verdicts import ScalingVerdict, scaling_verdict
 
+PAPER_TEMPERATURE = 1.0
+"""The paper's score scale: where several temperatures ran at a d's largest budget, the claim reads this one."""
+
 
 def claim_records(records: Sequence[Record]) -> list[Record]:
-    """The runs the preset's own claim is judged on at the long scale: for each d, those at its largest budget."""
+    """The runs the preset's own claim is judged on at the long scale: for each d, those at its largest budget, and
+    of those only the paper's score temperature (1) when several temperatures ran there (the temperature-control
+    presets, figN and figd long); the others are judged in the score-temperature control section."""
     top: dict[int, int] = {}
     for r in records:
         if r.get("kind") == "train":
             top[r["d"]] = max(top.get(r["d"], 0), int(r["steps"]))
-    return [r for r in records if r.get("kind") == "train" and int(r["steps"]) == top[r["d"]]]
+    at_top = [r for r in records if r.get("kind") == "train" and int(r["steps"]) == top[r["d"]]]
+    temperatures: dict[int, set[float]] = {}
+    for r in at_top:
+        temperatures.setdefault(r["d"], set()).add(float(r["temperature"]))
+    return [r for r in at_top if len(temperatures[r["d"]]) == 1 or float(r["temperature"]) == PAPER_TEMPERATURE]
 
 
 def _fit_text(verdict: ScalingVerdict, cell: str) -> str:
@@ -85,8 +94,8 @@ def scaling_section(preset: str, records: Sequence[Record], out: Path, scale: st
     rules = SCALING_RULES.get(preset, ())
     lines = ["### Compute scaling", ""]
     figures: list[Path] = []
-    if not rules:
-        return lines + ["No scaling rules for this preset.", ""], figures
+    if not rules:  # the temperature-control presets (figN, figd long): one budget, two score temperatures
+        return lines + ["No scaling rules for this preset.", "", *_temperature_lines(preset, records)], figures
     verdicts = [scaling_verdict(rule, records) for rule in rules]
     lines += [
         "Each rule compares two deciding cells (worse: the paper's larger loss; better: its smaller) along the "

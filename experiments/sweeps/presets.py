@@ -225,6 +225,12 @@ def paper_deciding_cells(
     ]
 
 
+TEMPERATURE_CONTROL = (1.0, 128.0)
+"""Score temperatures of the long scale's control presets (figN, figd): the paper's 1 and the cpu presets' 128."""
+TEMPERATURE_CONTROL_STEPS = 10_000
+"""Steps of every run of those controls: 3-4x the cpu scale's budget, one seed (~15-30 min each with 2 workers)."""
+
+
 GPU_STEPS = {"fig1": 10_000, "posn": 10_000, "conjecture6": 2_000, "icl": 5_000}
 """Steps of the gpu scale per preset: what ~2 minutes of one H200 is estimated to train for the preset's deciding cells
 (estimated from kernel-launch counts and FLOPs, not measured: no GPU has been lent yet; docs/sweeps.md "On a GPU").
@@ -334,6 +340,15 @@ def _figN(scale: str) -> list[RunSpec]:
                 rank=(16, 1),
             )
         )
+    if scale == LONG:
+        # The score-temperature control (issue 18 item 5): the cpu grid's N and the ranks the claim reads (full and 1),
+        # one seed, at temperature 1 (the paper's score scale) and 128 (the cpu preset's), both at 10k steps (4x the
+        # cpu scale's 2500), so the report judges the claim at each temperature on the same budget.
+        base = {**FARTHEST, **CPU2, "d": 16, "layers": 1, "width": 1, "log_every": 100}
+        cells = [
+            {"N": n, "rank": r, "temperature": t} for t in TEMPERATURE_CONTROL for n in (4, 16, 64) for r in (16, 1)
+        ]
+        return list(budget_ladder(base, cells, budgets=(TEMPERATURE_CONTROL_STEPS,), seeds_top=(0,)))
     if scale == "cpu":
         # One layer as the quick scale (its schedule is tuned; deeper models at temperature 128 are not), N up to 64,
         # three ranks, two seeds, 2500 steps: ~0.015 / 0.03 / 0.13 s per step at N = 4 / 16 / 64, estimated 22 min
@@ -363,6 +378,17 @@ def _figd(scale: str) -> list[RunSpec]:
         return list(
             grid({**FARTHEST, **quick, "N": 8, "layers": 1, "width": 1, "seed": 0}, d=(8, 16, 32), rank_fraction=(1, 4))
         )
+    if scale == LONG:
+        # The score-temperature control (issue 18 item 5): the cpu grid's d with full rank and its lowest rank (d / 4),
+        # one seed, at temperature 1 and 128, both at 10k steps (the cpu scale's 3000 x 3.3; its lr 0.01).
+        base = {**FARTHEST, **CPU2, "N": 8, "layers": 1, "width": 1, "log_every": 100}
+        cells = [
+            {"d": d, "rank": r, "temperature": t}
+            for t in TEMPERATURE_CONTROL
+            for d in (8, 16, 32, 64)
+            for r in (d, d // 4)
+        ]
+        return list(budget_ladder(base, cells, budgets=(TEMPERATURE_CONTROL_STEPS,), seeds_top=(0,)))
     if scale == "cpu":
         # The quick scale's one-layer set-up at temperature 128 (docs/tuning.md: 9-23x at 800 steps), d up to 64,
         # ranks d, d/2, d/4, two seeds, 3000 steps: estimated 24 min with 2 workers.
@@ -818,19 +844,29 @@ PRESETS: dict[str, Preset] = {
             "figN",
             "Appendix: varying the context length N",
             "figN",
-            _scales(_figN),
+            _scales(_figN, (*SCALES, LONG)),
             _FIGN_PAPER,
             CLAIMS["figN"].statement,
-            {"quick": "8 runs, ~3 min (187 s at load 11-13)", "cpu": "18 runs, ~22 min", "paper": "60 runs (GPU)"},
+            {
+                "quick": "8 runs, ~3 min (187 s at load 11-13)",
+                "cpu": "18 runs, ~22 min",
+                "long": "12 runs (temperature 1 vs 128 at 10k steps), ~30 min (estimated)",
+                "paper": "60 runs (GPU)",
+            },
         ),
         Preset(
             "figd",
             "Appendix: varying the dimension d (configured by the authors, no published numbers)",
             "figd",
-            _scales(_figd),
+            _scales(_figd, (*SCALES, LONG)),
             (),
             CLAIMS["figd"].statement,
-            {"quick": "6 runs, ~2 min", "cpu": "24 runs, ~24 min", "paper": "80 runs (GPU)"},
+            {
+                "quick": "6 runs, ~2 min",
+                "cpu": "24 runs, ~24 min",
+                "long": "16 runs (temperature 1 vs 128 at 10k steps), ~15 min (estimated)",
+                "paper": "80 runs (GPU)",
+            },
         ),
         Preset(
             "posn",

@@ -105,3 +105,31 @@ def test_report_of_a_long_store(tmp_path: Path) -> None:
     assert "**Verdict: flattens" in text  # L = 3 r = 8 levels off at 0.3, above the 0.1 ceiling
     assert "### Score temperature control" in text and "| 16 | 30,000 | claim |" in text
     assert "d=16 N=8 c=1: full" in text and "100,000" in text
+
+
+@pytest.mark.parametrize("preset", ["figN", "figd"])
+def test_temperature_control_store(tmp_path: Path, preset: str) -> None:
+    """figN / figd long run every cell at temperatures 1 and 128 on one budget: the claim reads temperature 1 only
+    (here every temperature-1 model sits at the zero predictor, so it is not reproduced), and the control section
+    judges the claim at each temperature (at 128 full rank is 20x below rank 1: magnitude), saying the grade depends
+    on it. A store mixing both temperatures into the claim would grade it differently, so this fails if they mix."""
+    specs = get_preset(preset).runs("long")
+    assert {s.temperature for s in specs} == {1.0, 128.0} and len({s.steps for s in specs}) == 1
+    with ResultsStore(store_path(tmp_path)) as store:
+        store.register(preset, "long", [(s.config_hash(), "train", s.to_dict()) for s in specs])
+        for spec in specs:
+            full = spec.rank == spec.d
+            if spec.temperature == 1.0:
+                loss = 1.0 if full else 1.0001  # nothing learned at temperature 1
+            else:  # rank 1 grows with N (figN); full rank 20x below the lowest rank
+                loss = 0.03 if full else 0.6 + 0.001 * spec.N
+            metrics = {"best_loss": loss, "final_loss": loss, "steps": spec.steps, "diverged": False, "seconds": 1.0}
+            store.mark_running(spec.config_hash())
+            store.record_result(spec.config_hash(), metrics, {"git_revision": "test", "versions": {}})
+    text = write_report(tmp_path).read_text()
+    claim_line = next(line for line in text.splitlines() if line.startswith("Claim ("))
+    assert "**NOT REPRODUCED**" in claim_line and "0.03" not in claim_line
+    control = [line for line in text.splitlines() if "| 10,000 | claim |" in line]
+    assert control, text
+    for line in control:
+        assert "**not reproduced**" in line and "**magnitude**" in line and line.endswith("| yes |")
