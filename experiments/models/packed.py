@@ -95,6 +95,8 @@ class PackedNetwork:
             raise ValueError("models with buffers cannot be packed")
         self.stacked: dict[str, torch.Tensor] = {n: _stack([p[n] for p in named]) for n in self.names}  # (K, ...)
         self.parameters = [self.stacked[n] for n in self.names]
+        self.device = self.parameters[0].device
+        """Where the stacked parameters live; every fixed tensor of a pack (score scales) is made there too."""
 
     def state_dict_of(self, k: int) -> dict[str, torch.Tensor]:
         """Run k's unpacked state dict (copies)."""
@@ -137,8 +139,10 @@ class PackedEncoder(PackedNetwork):
                 self.segments.append((k, k + 1, config.rank))
         # Scores are temperature * <q, k> / sqrt(r): folded into the query rows of the in-projection, as the unpacked
         # layer does, so the core receives pre-scaled queries.
-        scales = torch.tensor([c.temperature / c.rank**0.5 for c in configs], dtype=torch.float32)  # (K,)
-        row_scale = torch.ones(self.K, 3, dtype=torch.float32)  # (K, 3): q, k, v rows
+        scales = torch.tensor(
+            [c.temperature / c.rank**0.5 for c in configs], dtype=torch.float32, device=self.device
+        )  # (K,)
+        row_scale = torch.ones(self.K, 3, dtype=torch.float32, device=self.device)  # (K, 3): q, k, v rows
         row_scale[:, 0] = scales
         self.row_scale = row_scale
 
@@ -232,7 +236,7 @@ class PackedTheoryModel(PackedNetwork):
         self.layers, self.rank, self.heads = first.layers, first.rank, first.heads
         self.p, self.residual = first.positional_dim, first.layers > 1
         # The theory model's scores: temperature * <Q s_q, K s_i> (score scale 1).
-        self.scales = torch.tensor([c.temperature for c in configs], dtype=torch.float32)  # (K,)
+        self.scales = torch.tensor([c.temperature for c in configs], dtype=torch.float32, device=self.device)  # (K,)
 
     def network(self, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """The K theory models on contexts X (K, B, N, d) and queries y (K, B, d): outputs (K, B, d)."""

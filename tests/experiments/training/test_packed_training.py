@@ -178,3 +178,23 @@ def test_refusals_name_the_reason(tmp_path: Path) -> None:
         train_packed(configs[:2], [tmp_path / "a"])
     with pytest.raises(ValueError, match="distinct directories"):
         train_packed(configs[:2], [tmp_path / "a", tmp_path / "a"])
+
+
+@pytest.mark.parametrize("name", ["encoder", "theory"])
+def test_a_packs_fixed_tensors_live_with_its_parameters(name: str) -> None:
+    """A pack's score scales are made on its parameters' device: a pack of models on another device than the CPU
+    (here the data-free `meta` device, standing in for a GPU) must hold no CPU tensor. Before this was fixed, every
+    packed encoder and theory run on a GPU stopped at its first step with "found at least two devices, cuda:0 and cpu"
+    (the gpu-scale call of 2026-12-04)."""
+    from experiments.models.factory import build_model
+    from experiments.models.packed import pack_models
+
+    configs = _encoder_pack() if name == "encoder" else _theory_pack()
+    first = configs[0]
+    task = make_task(first.task, first.d, first.N, first.keys, curriculum=first.curriculum)
+    models = [build_model(c, task).to("meta") for c in configs]
+    network = pack_models(models, configs, task)
+    fixed = {key: value for key, value in vars(network).items() if isinstance(value, torch.Tensor)}
+    assert fixed, "the pack holds no fixed tensor: the test checks nothing"
+    assert network.device.type == "meta"
+    assert {key: value.device.type for key, value in fixed.items()} == dict.fromkeys(fixed, "meta")
