@@ -41,8 +41,7 @@ if [[ "$DRY_RUN" == 1 ]]; then
   SETS=(--set steps=2 --set batch_size=2 --set ffn_dim=8 --set log_every=1 --set checkpoint_every=1 --set device=cpu)
   WORKERS=1
 fi
-# One process per worker: split the host's cores between them (8 workers at the default 16 threads each swamped the
-# 16-core GPU host's launch work on 2026-12-04).
+# Split the host's cores between the worker processes rather than letting each take all of them (torch's default).
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))}"
 mkdir -p "$OUT_DIR" "$WORK_DIR"
 {

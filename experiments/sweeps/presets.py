@@ -231,11 +231,14 @@ TEMPERATURE_CONTROL_STEPS = 10_000
 """Steps of every run of those controls: 3-4x the cpu scale's budget, one seed (~15-30 min each with 2 workers)."""
 
 
-GPU_STEPS = {"fig1": 10_000, "posn": 10_000, "conjecture6": 2_000, "icl": 5_000}
-"""Steps of the gpu scale per preset: what ~2 minutes of one H200 is estimated to train for the preset's deciding cells
-(estimated from kernel-launch counts and FLOPs, not measured: no GPU has been lent yet; docs/sweeps.md "On a GPU").
-The paper trains 100k (fig1), 200k (posn), 100k (conjecture6) and 500k (icl) steps; the long scale (docs/scaling.md)
-projects what the reduced counts should reach."""
+GPU_STEPS = {"fig1": 4_000, "posn": 2_000, "conjecture6": 1_500, "icl": 400}
+"""Steps of the gpu scale per preset: what about 80 s of one H200 trains for the preset's slowest deciding cell, at the
+step costs measured on one on 2026-12-04 (results/gpu-2026-12-04/README.md; eight processes sharing the GPU):
+fig1 L = 3 17-19 ms per step, posn 41 ms, conjecture6 (L = 5, r = 1, N = 32) 53 ms, icl (12 layers, r = 1) 190 ms. These
+costs are mostly overhead, not arithmetic (icl's step is ~0.3 TFLOP: ~6 ms at the H200's fp32 rate; fig1's far less),
+so the counts make a plumbing and throughput check more than a test of the claims. The paper trains 100k (fig1), 200k
+(posn), 100k (conjecture6) and 500k (icl) steps; the long scale (docs/scaling.md) measures what budgets do on the
+CPU."""
 
 
 def divisors_pow2(d: int) -> tuple[int, ...]:
@@ -838,7 +841,7 @@ PRESETS: dict[str, Preset] = {
                 "cpu": "20 runs (L = 1 and 3, every rank of d = 16), 16-34 min on 2 cores",
                 "long": "51 runs (ladders to 100k steps at d = 16, 25k at d = 64), 7.2 h of training summed (measured)",
                 "paper": "315 runs x 100k steps (GPU)",
-                "gpu": "8 deciding runs at the paper's size x 10k steps, ~2 min on one H200 (estimated)",
+                "gpu": "8 deciding runs at the paper's size x 4k steps, ~80 s on one H200 (measured step cost)",
             },
         ),
         Preset(
@@ -879,9 +882,9 @@ PRESETS: dict[str, Preset] = {
             {
                 "quick": "7 runs, ~4-6 min",
                 "cpu": "26 runs, ~26 min",
-                "long": "28 runs (L = 3, r = 2 and 4, none vs concat, 3k ... 100k steps), ~50-60 min (estimated)",
+                "long": "28 runs (L = 3, r = 2 and 4, none vs concat, 3k ... 100k steps), 73 min on 2 cores (measured)",
                 "paper": "90 runs x 200k steps (GPU)",
-                "gpu": "4 deciding runs at the paper's size x 10k steps, ~2 min on one H200 (estimated)",
+                "gpu": "4 deciding runs at the paper's size x 2k steps, ~80 s on one H200 (measured step cost)",
             },
         ),
         Preset(
@@ -903,9 +906,9 @@ PRESETS: dict[str, Preset] = {
             {
                 "quick": "3 runs, ~6 min",
                 "cpu": "8 runs, ~40 min",
-                "long": "14 runs (r = 32 and r = 1 at 1.5k ... 15k steps), ~60-75 min (estimated)",
+                "long": "14 runs (r = 32 and r = 1 at 1.5k ... 15k steps), 40 min on 2 cores (measured)",
                 "paper": "12 runs x 500k steps (GPU)",
-                "gpu": "4 deciding runs at the paper's size x 5k steps, ~2 min on one H200 (estimated)",
+                "gpu": "4 deciding runs at the paper's size x 400 steps, ~80 s on one H200 (measured step cost)",
             },
         ),
         Preset(
@@ -929,7 +932,7 @@ PRESETS: dict[str, Preset] = {
                 "cpu": "12 runs, ~28 min",
                 "long": "28 runs (N = 8 and 32, r = 1 and 16, 2k ... 100k steps), ~2 h on 2 cores (estimated)",
                 "paper": "45 runs (GPU)",
-                "gpu": "8 deciding runs at the paper's size x 2k steps, ~2 min on one H200 (estimated)",
+                "gpu": "8 deciding runs at the paper's size x 1.5k steps, ~80 s on one H200 (measured step cost)",
             },
         ),
         Preset(
