@@ -566,7 +566,7 @@ def _conjecture6(scale: str) -> list[RunSpec]:
     if scale == LONG:
         # The deciding cells (two layers, rank 1 and full rank at the two largest N of the cpu scale) along a ladder
         # of 2k / 6k / 20k / 100k steps: N = 32 rank-1 steps cost ~59 ms (one thread), so the 3k / 10k / 30k ladder
-        # would not fit 150 min with 2 workers; two seeds at 2k and 6k, one at 20k and 100k.
+        # would not fit 150 min with 2 workers; two seeds below the top budget, one at 100k (28 runs).
         base = {**located, **CPU2, "d": 16, "layers": 2, "width": 1, "log_every": 100}
         cells = [{"N": n, "rank": r} for n in (8, 32) for r in (16, 1)]
         return list(budget_ladder(base, cells, budgets=(2_000, 6_000, 20_000, 100_000)))
