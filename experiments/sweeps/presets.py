@@ -930,7 +930,7 @@ PRESETS: dict[str, Preset] = {
             {
                 "quick": "8 runs, ~4 min",
                 "cpu": "12 runs, ~28 min",
-                "long": "28 runs (N = 8 and 32, r = 1 and 16, 2k ... 100k steps), ~2 h on 2 cores (estimated)",
+                "long": "28 runs (N = 8 and 32, r = 1 and 16, 2k ... 100k steps), ~2.8 h on 2 cores (26 runs: 2.4 h)",
                 "paper": "45 runs (GPU)",
                 "gpu": "8 deciding runs at the paper's size x 1.5k steps, ~80 s on one H200 (measured step cost)",
             },
