@@ -714,20 +714,22 @@ SCALING_RULES: dict[str, tuple[ScalingRule, ...]] = {
             paper="no published numbers; the same 2x rule as the icl claim",
         ),
     ),
+    # The ladder's runs are all at temperature 128; the selectors name it so the temperature-1 control added after
+    # the ladder ran (20k steps, judged in the report's temperature section) never enters these fits.
     "conjecture6": (
         ScalingRule(
             "rank 1 stays 5x above full rank at the largest N (two layers)",
             "with two layers, rank 1 stays at least 5x above full rank at N = 32",
-            {"layers": 2, "rank": 1, "N": 32},
-            {"layers": 2, "rank": 16, "N": 32},
+            {"layers": 2, "rank": 1, "N": 32, "temperature": 128.0},
+            {"layers": 2, "rank": 16, "N": 32, "temperature": 128.0},
             ratio=5.0,
             paper="no published numbers; the conjecture's rule (r = 1 >= 5x full at the largest N)",
         ),
         ScalingRule(
             "rank 1 above full rank at the next N (two layers)",
             "with two layers, rank 1 stays above full rank at N = 8 (the gap must widen from N = 8 to N = 32)",
-            {"layers": 2, "rank": 1, "N": 8},
-            {"layers": 2, "rank": 16, "N": 8},
+            {"layers": 2, "rank": 1, "N": 8, "temperature": 128.0},
+            {"layers": 2, "rank": 16, "N": 8, "temperature": 128.0},
             ratio=1.0,
             paper="no published numbers; read with the N = 32 rule: the conjecture is that the gap grows with N",
         ),

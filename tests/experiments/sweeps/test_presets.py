@@ -170,3 +170,23 @@ def test_gpu_scale_is_the_paper_scale_s_deciding_cells_with_fewer_steps(name: st
     assert {c.steps for c in gpu} == {GPU_STEPS[name]} and all(c.checkpoint_every == c.steps // 10 for c in gpu)
     assert {c.seed for c in gpu} == {0, 1}
     assert len({c.rank for c in gpu}) == 2 or {c.positional for c in gpu} == {"none", "concat"}
+
+
+def test_conjecture6_long_temperature_control_twins_the_ladder_at_20k() -> None:
+    """The temperature-1 control runs are the temperature-128 ladder's 20k runs with only the temperature changed, and
+    the scaling rules (stated for the ladder) never read them."""
+    from dataclasses import replace
+
+    from experiments.sweeps.claims import SCALING_RULES, matches
+
+    specs = [s for s in get_preset("conjecture6").runs("long") if isinstance(s, TrainConfig)]
+    control = [s for s in specs if s.temperature == 1.0]
+    ladder_20k = {s.config_hash() for s in specs if s.temperature == 128.0 and s.steps == 20_000}
+    assert len(control) == 8
+    assert {replace(s, temperature=128.0).config_hash() for s in control} == ladder_20k
+    for rule in SCALING_RULES["conjecture6"]:
+        for s in control:
+            record = {**s.to_dict(), "kind": "train"}
+            assert not matches(record, rule.worse) and not matches(record, rule.better)
+        twins = [{**s.to_dict(), "kind": "train"} for s in specs if s.temperature == 128.0]
+        assert any(matches(r, rule.worse) for r in twins) and any(matches(r, rule.better) for r in twins)
