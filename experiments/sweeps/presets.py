@@ -572,7 +572,7 @@ def _conjecture6(scale: str) -> list[RunSpec]:
         # the report judges the claim at both temperatures on equal budgets.
         base = {**located, **CPU2, "d": 16, "layers": 2, "width": 1, "log_every": 100}
         cells = [{"N": n, "rank": r} for n in (8, 32) for r in (16, 1)]
-        ladder = list(budget_ladder(base, cells, budgets=(2_000, 6_000, 20_000, 100_000)))
+        ladder: list[RunSpec] = list(budget_ladder(base, cells, budgets=(2_000, 6_000, 20_000, 100_000)))
         control = [{**cell, "temperature": 1.0} for cell in cells]
         return ladder + list(budget_ladder(base, control, budgets=(20_000,), seeds_top=(0, 1)))
     if scale == GPU:  # rank 1 vs full rank at N = 8 and 32 (the long scale's N; N = 128 and 512 need far more memory)
