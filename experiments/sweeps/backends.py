@@ -73,11 +73,30 @@ def run_local(tasks: Sequence[WorkItem], workers: int) -> Iterator[RunOutcome]:
         initializer=_worker_init,
         initargs=(threads_per_worker(workers),),
     ) as pool:
-        pending: set[Future[list[RunOutcome]]] = {pool.submit(execute_item, task) for task in tasks}
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                yield from future.result()
+        try:
+            pending: set[Future[list[RunOutcome]]] = {pool.submit(execute_item, task) for task in tasks}
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield from future.result()
+        except BaseException:  # KeyboardInterrupt / SIGINT to the driver alone, or the consumer closing the generator
+            _stop_workers(pool)
+            raise
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Cancel the queued runs and terminate the running ones (SIGTERM), so leaving the pool does not wait for them.
+
+    Without this, a driver interrupted by a signal that its workers did not also get (``kill -INT <driver>``) waited in
+    the pool's shutdown until every running run had finished (hours for a long run). A terminated run loses only its
+    steps since its last checkpoint; the store holds every run that finished.
+    """
+    # The worker processes: a private field (Python 3.11-3.13 have no public terminate), read before shutdown clears it.
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
 
 
 def train_configs(jobs: Sequence[tuple[TrainConfig, Path]], workers: int) -> list[TrainResult]:

@@ -131,3 +131,54 @@ def test_train_configs_returns_results_in_job_order_and_names_failures(
     fresh = [(c, tmp_path / f"again{c.steps}") for c in configs]
     with pytest.raises(RuntimeError, match=f"{configs[0].config_hash()[:12]}: .*boom"):
         train_configs(fresh, workers=1)
+
+
+INTERRUPTED_DRIVER = """
+import sys, time
+from experiments.config import TrainConfig
+from experiments.sweeps.backends import run_local
+from experiments.sweeps.work import RunTask
+
+def main():
+    out = sys.argv[1]
+    configs = [TrainConfig(task="nearest", d=8, N=4, steps=10**7, seed=s, checkpoint_every=10**6) for s in (0, 1)]
+    tasks = [RunTask(c.config_hash(), "train", c.to_dict(), f"{out}/run{s}") for s, c in enumerate(configs)]
+    start = time.monotonic()
+    try:
+        for outcome in run_local(tasks, workers=2):
+            print("finished", outcome.key, flush=True)
+    except KeyboardInterrupt:
+        print(f"interrupted; left the pool {time.monotonic() - start:.1f} s after starting it", flush=True)
+        sys.exit(130)
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_driver_interrupted_alone_stops_its_workers(tmp_path: Path) -> None:
+    """SIGINT to the driver only (as `kill -INT <pid>` sends it; a terminal's Ctrl-C reaches the workers too) must
+    end the sweep: the runs here would take hours, and the pool's shutdown used to wait for them."""
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "driver.py"
+    script.write_text(INTERRUPTED_DRIVER)
+    driver = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not all((tmp_path / f"run{s}" / "metrics.csv").exists() for s in (0, 1)):  # both runs are training
+            if driver.poll() is not None:
+                pytest.fail(f"the driver exited before its runs started: {driver.communicate()[1]}")
+            assert time.monotonic() < deadline, "the runs never started"
+            time.sleep(0.2)
+        driver.send_signal(signal.SIGINT)
+        out, err = driver.communicate(timeout=60)  # without the fix: TimeoutExpired (the workers train on)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert driver.returncode == 130, err
+    assert "interrupted" in out and "finished" not in out
