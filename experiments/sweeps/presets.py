@@ -935,7 +935,8 @@ PRESETS: dict[str, Preset] = {
             {
                 "quick": "8 runs, ~4 min",
                 "cpu": "12 runs, ~28 min",
-                "long": "28 runs (N = 8 and 32, r = 1 and 16, 2k ... 100k steps), ~2.8 h on 2 cores (26 runs: 2.4 h)",
+                "long": "36 runs (N = 8 and 32, r = 1 and 16, 2k ... 100k steps at T = 128; 20k at T = 1), "
+                "3.4 h on 2 cores (measured: ladder 2.8 h, control 40 min)",
                 "paper": "45 runs (GPU)",
                 "gpu": "8 deciding runs at the paper's size x 1.5k steps, ~80 s on one H200 (measured step cost)",
             },
