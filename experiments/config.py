@@ -23,6 +23,9 @@ POSITIONALS = ("none", "additive", "concat")
 MODELS = ("encoder", "theory", "gpt2")
 KEY_KINDS = ("iid", "orthonormal")
 TASKS = ("nearest", "farthest", "biased", "icl")
+LAYER_INITS = ("independent", "copies")
+"""How the encoder's L layers start: each drawn on its own, or all copies of one drawn layer (the reference's
+``nn.TransformerEncoder`` deep-copies the layer it is given, so its layers start equal)."""
 """Task names (`experiments.tasks.make_task` accepts exactly these)."""
 EXECUTION_FIELDS = ("device", "checkpoint_every")
 """Fields that do not change a run's result and are left out of :meth:`TrainConfig.config_hash`."""
@@ -33,6 +36,9 @@ LATER_FIELDS = {
     "curriculum_dims_increment": 1,
     "curriculum_points_increment": 2,
     "curriculum_interval": 2000,
+    "warmup_steps": 0,
+    "schedule_steps": 0,
+    "layer_init": "independent",
 }
 """Fields added after 0.1.0, hashed only when they differ from these defaults (so 0.1.0 result stores still match)."""
 CURRICULUM_FIELDS = ("curriculum_dims_increment", "curriculum_points_increment", "curriculum_interval")
@@ -185,6 +191,9 @@ class TrainConfig:
     curriculum_dims_increment: int = 1
     curriculum_points_increment: int = 2
     curriculum_interval: int = 2000
+    warmup_steps: int = 0
+    schedule_steps: int = 0
+    layer_init: str = "independent"
 
     def __post_init__(self) -> None:
         check_choice("task", self.task, TASKS)
@@ -260,8 +269,58 @@ class TrainConfig:
             raise ValueError(f"N must be 2 for the biased task, got {self.N}")
         if self.task == "icl" and self.model == "theory":
             raise ValueError("model must be 'encoder' or 'gpt2' for the icl task (it needs a causal sequence model)")
+        self._check_schedule()
+        check_choice("layer_init", self.layer_init, LAYER_INITS)
+        if self.layer_init != "independent" and self.model != "encoder":
+            raise ValueError(f"layer_init must be 'independent' unless model is 'encoder', got {self.layer_init!r}")
         self._check_curriculum()
         self._check_construction_init()
+
+    def _check_schedule(self) -> None:
+        """ValueError naming the field unless the warm-up and the schedule's length fit together.
+
+        schedule_steps = 0 means the schedule ends where the run does (``steps``); otherwise it must be >= steps, and
+        the run stops at ``steps`` partway along it. warmup_steps > 0 (an absolute warm-up) excludes warmup_fraction
+        (which must then be 0) and must be shorter than the schedule.
+        """
+        schedule = check_int("schedule_steps", self.schedule_steps, minimum=0)
+        warmup = check_int("warmup_steps", self.warmup_steps, minimum=0)
+        if schedule and schedule < self.steps:
+            raise ValueError(
+                f"schedule_steps must be 0 (the schedule ends at steps) or >= steps = {self.steps}, got {schedule}"
+            )
+        if warmup and self.warmup_fraction != 0:
+            raise ValueError(
+                f"warmup_steps and warmup_fraction are exclusive: with warmup_steps = {warmup} set warmup_fraction "
+                f"to 0, got {self.warmup_fraction!r}"
+            )
+        if warmup >= self.schedule_length:
+            raise ValueError(
+                f"warmup_steps must be < the schedule's length {self.schedule_length} (schedule_steps, or steps), "
+                f"got {warmup}"
+            )
+
+    @property
+    def schedule_length(self) -> int:
+        """Steps of the learning-rate schedule: schedule_steps when set, else steps (the cosine reaches 0 there)."""
+        return self.schedule_steps or self.steps
+
+    @property
+    def warmup_length(self) -> int:
+        """Steps of linear warm-up: warmup_steps when set, else round(warmup_fraction * schedule_length)."""
+        return self.warmup_steps or int(round(self.warmup_fraction * self.schedule_length))
+
+    def extends(self, earlier: TrainConfig) -> bool:
+        """Whether this run is ``earlier`` trained further along the same schedule (only ``steps`` grew).
+
+        Both must name the schedule's length explicitly (schedule_steps > 0, equal), so that every learning rate of
+        the earlier run's steps is the same in this one; execution fields (device, checkpoint_every) may differ.
+        """
+        if not self.schedule_steps or self.steps <= earlier.steps:
+            return False
+        mine = {k: v for k, v in self.to_dict().items() if k not in EXECUTION_FIELDS and k != "steps"}
+        theirs = {k: v for k, v in earlier.to_dict().items() if k not in EXECUTION_FIELDS and k != "steps"}
+        return mine == theirs
 
     def _check_construction_init(self) -> None:
         """ValueError naming ``init`` unless its construction recipe (if it names one) fits this run exactly.

@@ -22,6 +22,8 @@ Positional encodings (learned, one row per position, ``max_length`` rows):
 
 from __future__ import annotations
 
+import copy
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -30,6 +32,7 @@ from experiments.models.spec import AttentionSpec
 from theory.validation import check_choice, check_int, check_real
 
 POSITIONAL_KINDS = ("none", "additive", "concat")
+LAYER_INIT_KINDS = ("independent", "copies")
 READOUT_KINDS = ("linear", "first")
 
 
@@ -128,6 +131,9 @@ class PaperEncoder(nn.Module):
         positional_dim: p, width of concatenated encodings (>= 1 for "concat", 0 otherwise).
         max_length: number of learned positions (needed unless positional == "none"); inputs may have N <= it.
         readout: "linear" or "first" (only for "concat").
+        layer_init: "independent" (each layer drawn from the RNG in turn) or "copies" (one layer drawn, the others
+            deep copies of it, so all L layers start equal: what ``nn.TransformerEncoder(layer, L)`` does, and so the
+            reference implementation's initialisation; the copies share no storage and train apart).
     """
 
     def __init__(
@@ -140,11 +146,13 @@ class PaperEncoder(nn.Module):
         positional_dim: int = 0,
         max_length: int | None = None,
         readout: str = "linear",
+        layer_init: str = "independent",
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
         self.d = check_int("d", d, minimum=1)
+        self.layer_init = check_choice("layer_init", layer_init, LAYER_INIT_KINDS)
         self.num_layers = check_int("layers", layers, minimum=1)
         self.positional = check_choice("positional", positional, POSITIONAL_KINDS)
         self.readout_kind = check_choice("readout", readout, READOUT_KINDS)
@@ -166,10 +174,15 @@ class PaperEncoder(nn.Module):
             self.position_table = nn.Parameter(
                 torch.empty(self.max_length, cols, device=device, dtype=dtype)
             )  # (max_length, .)
-        self.layers = nn.ModuleList(
-            PaperEncoderLayer(self.d_model, attention, ffn_dim=ffn_dim, device=device, dtype=dtype)
-            for _ in range(self.num_layers)
-        )
+
+        def new_layer() -> PaperEncoderLayer:
+            return PaperEncoderLayer(self.d_model, attention, ffn_dim=ffn_dim, device=device, dtype=dtype)
+
+        if self.layer_init == "copies":
+            first = new_layer()
+            self.layers = nn.ModuleList([first] + [copy.deepcopy(first) for _ in range(self.num_layers - 1)])
+        else:
+            self.layers = nn.ModuleList(new_layer() for _ in range(self.num_layers))
         self.readout: nn.Linear | None = None
         if self.positional == "concat" and self.readout_kind == "linear":
             self.readout = nn.Linear(self.d_model, self.d, bias=False, device=device, dtype=dtype)

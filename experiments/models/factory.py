@@ -88,6 +88,7 @@ def build_encoder(config: TrainConfig, task: Task) -> TaskModel:
         positional=config.positional,
         positional_dim=config.positional_dim,
         max_length=task.sequence_length if config.positional != "none" else None,
+        layer_init=config.layer_init,
     )
     head = nn.Linear(config.d, 1) if task.name == "icl" else None
     return TaskModel(task, network, "encoder", head)

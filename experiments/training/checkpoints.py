@@ -57,7 +57,28 @@ def check_same_config(recorded: TrainConfig, config: TrainConfig, source: Path) 
         a, b = recorded.to_dict(), config.to_dict()
         differing = [k for k in a if k not in EXECUTION_FIELDS and a[k] != b[k]]
         detail = ", ".join(f"{k}: {a[k]!r} there vs {b[k]!r} now" for k in differing)
-        raise ValueError(f"{source} belongs to a different config ({detail}); use another output directory")
+        hint = ""
+        if differing == ["steps"] and not (recorded.schedule_steps and config.schedule_steps):
+            hint = " (a run extends a shorter one only when both name the same schedule_steps)"
+        raise ValueError(f"{source} belongs to a different config ({detail}){hint}; use another output directory")
+
+
+def check_resumable(recorded: TrainConfig, config: TrainConfig, source: Path) -> None:
+    """ValueError unless ``config`` may go on from the state recorded in ``source`` (run ``recorded``).
+
+    It may when it is the same run, or when it extends it (`TrainConfig.extends`: the same schedule, more steps) and
+    the recorded run's last epoch was a whole one (its steps a multiple of log_every), so that the extended run's
+    epochs, checkpoints and statistics are those of one run trained to the new ``steps`` without a stop.
+    """
+    if config.extends(recorded):
+        if recorded.steps % recorded.log_every:
+            raise ValueError(
+                f"{source}: the run there stopped at steps = {recorded.steps}, not a multiple of log_every = "
+                f"{recorded.log_every}, so its last epoch was cut short and it cannot be extended exactly; "
+                "use another output directory"
+            )
+        return
+    check_same_config(recorded, config, source)
 
 
 def remove_stale_temporaries(directory: Path, names: tuple[str, ...] = TEMPORARY_NAMES) -> list[Path]:
@@ -309,13 +330,15 @@ def restore_checkpoint(
     scheduler: torch.optim.lr_scheduler.LRScheduler,
     sampler: torch.Generator,
 ) -> tuple[int, dict[str, Any]]:
-    """Load ``path`` (a checkpoint of ``config``) into the run's objects and the global torch and numpy RNGs.
+    """Load ``path`` (a checkpoint of ``config``, or of a shorter run ``config`` extends) into the run's objects and
+    the global torch and numpy RNGs.
 
     Returns:
         (steps done, the saved epoch statistics, validated by `check_stats`).
     """
     state = load_checkpoint(path)
-    check_same_config(state["config"], config, path)
+    check_resumable(state["config"], config, path)
+    check_stats(path, state["stats"], state["step"], config)  # an extension's statistics must fit the new run too
     try:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])

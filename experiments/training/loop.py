@@ -51,7 +51,7 @@ from experiments.models.attention import use_implementation
 from experiments.tasks import Batch, Task
 from experiments.training.arguments import check_batched_configs, check_train_arguments
 from experiments.training.checkpoints import (
-    check_same_config,
+    check_resumable,
     remove_stale_temporaries,
     restore_checkpoint,
     save_checkpoint,
@@ -360,20 +360,45 @@ def _write_metrics(path: Path, rows: list[list[str]]) -> None:
     atomic_write_bytes(path, lambda stream: stream.write(text.getvalue().encode("utf-8")))
 
 
-def finished_result(files: RunDirectory, config: TrainConfig) -> TrainResult | None:
-    """The recorded result when the directory holds this config's finished run; refuses another config's directory."""
-    if files.config.exists():
-        check_same_config(read_config_file(files.config), config, files.config)
-    if not files.result.exists():
-        return None
+def _read_result(files: RunDirectory) -> TrainResult:
+    """The TrainResult in ``files.result`` (ValueError naming the file when it is corrupt)."""
     try:
         return TrainResult.from_dict(json.loads(files.result.read_text(encoding="utf-8")))
     except (json.JSONDecodeError, ValueError) as exc:
         raise ValueError(f"{files.result}: corrupt result file ({exc}); delete it to retrain") from exc
 
 
+def finished_result(files: RunDirectory, config: TrainConfig) -> TrainResult | None:
+    """The recorded result when the directory holds this config's finished run; None when it holds none, or a
+    shorter run that ``config`` extends; refuses another config's directory."""
+    if files.config.exists():
+        recorded = read_config_file(files.config)
+        check_resumable(recorded, config, files.config)
+        if config.extends(recorded):
+            return None  # start_or_resume goes on from the shorter run's last checkpoint
+    if not files.result.exists():
+        return None
+    return _read_result(files)
+
+
+def _begin_extension(files: RunDirectory, config: TrainConfig) -> None:
+    """When ``files`` hold a shorter run that ``config`` extends: refuse a diverged one, and retire its result.json
+    (the extended run writes its own when it ends; until then the directory holds an unfinished run)."""
+    if not files.config.exists() or not config.extends(read_config_file(files.config)):
+        return
+    if files.result.exists():
+        earlier = _read_result(files)
+        if earlier.diverged:
+            raise ValueError(
+                f"{files.result}: the run there diverged at step {earlier.steps}; a diverged run cannot be extended"
+            )
+        files.result.unlink()
+
+
 def start_or_resume(config: TrainConfig, files: RunDirectory) -> tuple[Training, torch.nn.Module]:
-    """A fresh run of ``config``, or the state of its checkpoint; the metrics file is cut back to the checkpoint."""
+    """A fresh run of ``config``, or the state of its checkpoint (or of the shorter run it extends); the metrics file
+    is cut back to the checkpoint."""
+    _begin_extension(files, config)
     device = resolve_device(config.device)
     task, model = build_run(config, device)
     optimizer, scheduler = make_optimizer(model.parameters(), config)

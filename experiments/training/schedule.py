@@ -1,6 +1,9 @@
 """The paper's optimiser and learning-rate schedule: AdamW, linear warm-up over the first steps, then cosine decay to 0.
 
 docs/paper.md section 6: AdamW (lr 0.01, betas (0.9, 0.95), no weight decay), warm-up over the first 5% of the steps.
+The schedule's length is ``TrainConfig.schedule_length`` (``schedule_steps``, or the run's ``steps``) and its warm-up
+``TrainConfig.warmup_length`` (``warmup_steps``, or a fraction of the length), so a run of 20k steps can follow the
+first fifth of a 100k-step schedule and be extended along it later (`TrainConfig.extends`).
 """
 
 from __future__ import annotations
@@ -13,13 +16,14 @@ import torch
 from experiments.config import TrainConfig
 
 
-def lr_factor(step: int, steps: int, warmup_fraction: float) -> float:
-    """Learning-rate multiplier of optimiser step ``step`` (0-based): linear warm-up, then cosine decay to 0.
+def lr_factor(step: int, steps: int, warmup: int) -> float:
+    """Learning-rate multiplier of optimiser step ``step`` (0-based) of a ``steps``-step schedule: linear warm-up over
+    ``warmup`` steps, then cosine decay to 0.
 
-    Warm-up covers W = round(warmup_fraction * steps) steps with factors (s + 1) / W; the remaining steps follow
-    (1 + cos(pi * (s - W) / (steps - W))) / 2, which starts at 1 and ends just above 0.
+    Warm-up steps s < W = warmup have factors (s + 1) / W; the remaining steps follow
+    (1 + cos(pi * (s - W) / (steps - W))) / 2, which starts at 1 and ends just above 0. The factor of a step depends
+    on the schedule alone, not on where a run stops along it.
     """
-    warmup = int(round(warmup_fraction * steps))
     if step < warmup:
         return (step + 1) / warmup
     remaining = max(steps - warmup, 1)
@@ -33,13 +37,13 @@ def make_optimizer(
 
     Args:
         parameters: the tensors to train (one model's, or the stacked parameters of seed-batched models).
-        config: lr, betas, weight_decay, steps and warmup_fraction come from here.
+        config: lr, betas, weight_decay and the schedule (`TrainConfig.schedule_length`, `warmup_length`).
 
     Returns:
         (optimizer, scheduler); call ``scheduler.step()`` after every ``optimizer.step()``.
     """
     optimizer = torch.optim.AdamW(list(parameters), lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
-    steps, warmup = config.steps, config.warmup_fraction
+    steps, warmup = config.schedule_length, config.warmup_length
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, steps, warmup))
     return optimizer, scheduler
 

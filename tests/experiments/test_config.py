@@ -48,6 +48,13 @@ def test_paper_defaults() -> None:
         ({"device": "tpu"}, "device must be"),
         ({"bf16": 1}, "bf16 must be true or false"),
         ({"steps": 0}, "steps must be"),
+        ({"steps": 200, "schedule_steps": 100}, "schedule_steps must be 0 .* or >= steps = 200, got 100"),
+        ({"schedule_steps": -1}, "schedule_steps must be"),
+        ({"warmup_steps": 50}, "warmup_steps and warmup_fraction are exclusive"),
+        ({"warmup_steps": 2000, "warmup_fraction": 0.0}, "warmup_steps must be < the schedule's length 2000"),
+        ({"warmup_steps": -5, "warmup_fraction": 0.0}, "warmup_steps must be"),
+        ({"layer_init": "shared"}, "layer_init must be one of"),
+        ({"layer_init": "copies", "model": "theory"}, "layer_init must be 'independent' unless model is 'encoder'"),
     ],
 )
 def test_invalid_configs(changes: dict, message: str) -> None:
@@ -65,7 +72,7 @@ def test_config_hash_of_0_1_0_configs_is_unchanged() -> None:
     by 0.1.0 still match."""
     config = TrainConfig()
     later = ("embed_dim", "curriculum_dims", "curriculum_points", "curriculum_dims_increment")
-    later += ("curriculum_points_increment", "curriculum_interval")
+    later += ("curriculum_points_increment", "curriculum_interval", "warmup_steps", "schedule_steps", "layer_init")
     old_fields = {k: v for k, v in config.to_dict().items() if k not in ("device", "checkpoint_every", *later)}
     old_hash = hashlib.sha256(json.dumps(old_fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     assert config.config_hash() == old_hash
@@ -113,7 +120,7 @@ def test_curriculum_fields_at_their_defaults_leave_the_hash_unchanged() -> None:
     """The hash of a config without a curriculum is computed as before the fields existed (written out here)."""
     config = TrainConfig.from_dict(ICL)
     new_fields = ("curriculum_dims", "curriculum_points", "curriculum_dims_increment")
-    new_fields += ("curriculum_points_increment", "curriculum_interval")
+    new_fields += ("curriculum_points_increment", "curriculum_interval", "warmup_steps", "schedule_steps", "layer_init")
     before = {k: v for k, v in config.to_dict().items() if k not in ("device", "checkpoint_every", *new_fields)}
     digest = hashlib.sha256(json.dumps(before, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     assert config.config_hash() == digest
@@ -205,3 +212,31 @@ def test_curriculum_on_one_axis_keeps_the_other_full() -> None:
     assert curriculum is not None and curriculum.dims == 8
     assert [curriculum.points_at(s) for s in (0, 99, 100, 200, 300, 10_000)] == [4, 4, 6, 8, 10, 10]
     assert curriculum.end_step == 300
+
+
+def test_schedule_length_and_warmup_length() -> None:
+    """The schedule is schedule_steps long when set, else steps; the warm-up is warmup_steps when set, else the
+    fraction of the schedule's length (so a prefix run warms up as the whole run would)."""
+    plain = TrainConfig(steps=2000)
+    assert (plain.schedule_length, plain.warmup_length) == (2000, 100)
+    prefix = TrainConfig(steps=2000, schedule_steps=10_000)
+    assert (prefix.schedule_length, prefix.warmup_length) == (10_000, 500)
+    paper = TrainConfig(steps=20_000, schedule_steps=100_000, warmup_steps=5000, warmup_fraction=0.0)
+    assert (paper.schedule_length, paper.warmup_length) == (100_000, 5000)
+
+
+def test_extends_only_a_shorter_run_of_the_same_named_schedule() -> None:
+    short = TrainConfig(steps=200, schedule_steps=1000, log_every=50)
+    longer = dataclasses.replace(short, steps=600)
+    assert longer.extends(short) and not short.extends(longer) and not short.extends(short)
+    assert dataclasses.replace(longer, device="cpu", checkpoint_every=7).extends(short)  # execution fields are free
+    assert not dataclasses.replace(longer, lr=0.005).extends(short)  # another run
+    assert not dataclasses.replace(longer, schedule_steps=2000).extends(short)  # another schedule
+    unnamed = TrainConfig(steps=200)  # schedule_steps 0: the schedule ends at steps, so more steps is another run
+    assert not dataclasses.replace(unnamed, steps=600).extends(unnamed)
+
+
+def test_schedule_and_layer_init_fields_enter_the_hash_only_when_set() -> None:
+    config = TrainConfig(steps=2000)
+    for changes in ({"schedule_steps": 4000}, {"warmup_steps": 100, "warmup_fraction": 0.0}, {"layer_init": "copies"}):
+        assert dataclasses.replace(config, **changes).config_hash() != config.config_hash(), changes

@@ -16,7 +16,16 @@ from experiments.cli.arguments import (
     temperature_argument,
 )
 from experiments.cli.output import emit, warn
-from experiments.config import ATTENTIONS, KEY_KINDS, MODELS, POSITIONALS, TASKS, VALUES, TrainConfig
+from experiments.config import (
+    ATTENTIONS,
+    KEY_KINDS,
+    LAYER_INITS,
+    MODELS,
+    POSITIONALS,
+    TASKS,
+    VALUES,
+    TrainConfig,
+)
 from experiments.training.evaluation import evaluate_run
 from experiments.training.loop import train
 from experiments.training.memory import training_bytes
@@ -31,17 +40,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "train",
         help="train a transformer on a task (AdamW, warm-up + cosine, fresh samples)",
-        description="Train one model on one task with the paper's optimiser (AdamW lr 0.01, betas (0.9, 0.95), no "
-        "weight decay, 5% linear warm-up then cosine decay, batch 256 of fresh samples). Writes config.json, "
+        description="Train one model on one task with the paper's optimiser (AdamW lr 0.01, betas (0.9, 0.95), "
+        "no weight decay, "
+        "5% linear warm-up then cosine decay, batch 256 of fresh samples; --warmup-steps and --schedule-steps give "
+        "the paper's own schedule, e.g. 5000 of 100000, of which a run may train a prefix). Writes config.json, "
         "metrics.csv, checkpoint.pt and result.json to --out; re-running the same command resumes from the last "
         "checkpoint. Prints the final loss (mean training loss of the last epoch = last --log-every steps) and the "
         "best loss (lowest epoch-mean training loss, the paper's metric). Progress goes to stderr: a bar on a "
         "terminal, else a line (step, loss, steps/s, ETA) every --progress-interval seconds. --eval-only trains "
         "nothing: it prints the Monte Carlo error of the starting model (the --init file, or the seed's "
         "initialisation; the checkpoint's model if --out holds one) and writes nothing. Time on 2 CPU cores "
-        "(measured): about 50 ms per step for the default encoder at d 16, N 8, FFN 2048, batch 256 (2000 steps: "
-        "~1.6 minutes); it grows about linearly with batch x N and with the FFN and attention widths (d 64, c 64: "
-        "several seconds per step; see docs/models.md).",
+        "(measured): about 50 ms per step for the default encoder at d 16, N 8, FFN 2048, batch 256 (2000 steps: ~1.6"
+        " minutes); it grows about linearly with batch x N and with the FFN and attention widths (d 64, c 64: several"
+        " seconds per step; see docs/models.md).",
     )
     d = _DEFAULTS
     # Choices are validated by TrainConfig (not argparse), so a bad value is one line and exit status 2.
@@ -74,7 +85,28 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--beta1", type=finite_float, default=d.betas[0], help="AdamW beta1 (default %(default)s)")
     parser.add_argument("--beta2", type=finite_float, default=d.betas[1], help="AdamW beta2 (default %(default)s)")
     parser.add_argument("--weight-decay", type=finite_float, default=d.weight_decay, help="default %(default)s")
-    parser.add_argument("--warmup-fraction", type=finite_float, default=d.warmup_fraction, help="default %(default)s")
+    warmup = parser.add_mutually_exclusive_group()
+    warmup.add_argument(
+        "--warmup-fraction",
+        type=finite_float,
+        default=d.warmup_fraction,
+        help="linear warm-up over this fraction of the schedule (default %(default)s)",
+    )
+    warmup.add_argument(
+        "--warmup-steps",
+        type=int,
+        default=d.warmup_steps,
+        help="linear warm-up over this many steps instead of a fraction (the paper's runs: 5000 of 100k); "
+        "0 = use --warmup-fraction",
+    )
+    parser.add_argument(
+        "--schedule-steps",
+        type=int,
+        default=d.schedule_steps,
+        help="length of the learning-rate schedule (the cosine reaches 0 there); the run stops at --steps <= it, "
+        "and re-running with a larger --steps extends it along the same schedule, exactly as one uninterrupted "
+        "run (default 0: the schedule ends at --steps)",
+    )
     parser.add_argument(
         "--seed", type=int, default=d.seed, help="model initialisation and sampler seed (default %(default)s)"
     )
@@ -95,6 +127,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "parameters, since each AdamW step moves every parameter by about lr",
     )
     parser.add_argument("--model", default=d.model, help=f"{' | '.join(MODELS)} (default %(default)s)")
+    parser.add_argument(
+        "--layer-init",
+        default=d.layer_init,
+        help=f"{' | '.join(LAYER_INITS)}: encoder layers drawn apart, or all copies of one drawn layer as "
+        "nn.TransformerEncoder (and the reference code) starts them (default %(default)s)",
+    )
     parser.add_argument(
         "--embed-dim", type=int, default=d.embed_dim, help="gpt2: residual width D (heads H = c D / r); else 0"
     )
@@ -128,6 +166,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         if f.name != "betas" and hasattr(args, f.name)
     }
     values["betas"] = (args.beta1, args.beta2)
+    if values.get("warmup_steps"):
+        values["warmup_fraction"] = 0.0  # --warmup-steps replaces the fractional warm-up (argparse made them exclusive)
     return TrainConfig(**values)
 
 

@@ -52,6 +52,10 @@ def test_train_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         (["--positional", "concat"], "--positional-dim must be >= 1"),
         (["--model", "theory", "--positional", "additive"], "positional must be 'none' or 'concat' for the theory"),
         (["--lr", "-1"], "lr must be"),
+        (["--schedule-steps", "1"], "--schedule-steps must be 0 (the schedule ends at steps) or >= steps = 2, got 1"),
+        (["--warmup-steps", "5"], "--warmup-steps must be < the schedule's length 2"),
+        (["--layer-init", "tied"], "--layer-init must be one of 'independent', 'copies', got 'tied'"),
+        (["--model", "theory", "--layer-init", "copies"], "--layer-init must be 'independent' unless model"),
     ],
 )
 def test_bad_combinations_exit_2_with_one_line(
@@ -63,6 +67,30 @@ def test_bad_combinations_exit_2_with_one_line(
     assert status == 2
     assert err.count("\n") == 1 and err.startswith("attnrank train: error:") and message in err, err
     assert not (tmp_path / "run" / "checkpoint.pt").exists()
+
+
+def test_a_paper_schedule_prefix_is_extended_by_rerunning_with_more_steps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--warmup-steps/--schedule-steps from the command line: 20 steps of a 40-step schedule, then 40 (the flags'
+    bitwise check against an uninterrupted run is tests/experiments/training/test_schedule_extension.py)."""
+    schedule = ["--schedule-steps", "40", "--warmup-steps", "4", "--log-every", "5", "--json"]
+    status, out, _ = run_cli(["train", *TINY_ARGS, *schedule, "--steps", "20", "--out", str(tmp_path)], capsys)
+    assert status == 0 and json.loads(out)["steps"] == 20
+    config = json.loads((tmp_path / "config.json").read_text())["config"]
+    assert (config["warmup_steps"], config["warmup_fraction"], config["schedule_steps"]) == (4, 0.0, 40)
+    status, out, _ = run_cli(["train", *TINY_ARGS, *schedule, "--steps", "40", "--out", str(tmp_path)], capsys)
+    assert status == 0 and json.loads(out)["steps"] == 40
+    rows = (tmp_path / "metrics.csv").read_text().splitlines()[1:]
+    assert [int(row.split(",")[0]) for row in rows] == list(range(5, 45, 5))
+
+
+def test_warmup_steps_and_fraction_are_exclusive_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--warmup-steps", "1", "--warmup-fraction", "0.1", "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1, err
+    assert "--warmup-fraction: not allowed with argument --warmup-steps" in err and not (tmp_path / "run").exists()
 
 
 def test_unknown_task_and_choices_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

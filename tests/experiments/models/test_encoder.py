@@ -73,6 +73,34 @@ def test_encoder_equals_torch_encoder() -> None:
     torch.testing.assert_close(ours(x), reference.train()(x), rtol=0, atol=TOL)
 
 
+def test_copied_layers_start_as_torchs_transformer_encoder_starts_them() -> None:
+    """layer_init = "copies": nn.TransformerEncoder(layer, L) deep-copies its one layer, so its L layers start equal
+    and apart in storage; ours do the same, so the model is its first layer applied L times."""
+    d, r, L = 8, 2, 3
+    stock = nn.TransformerEncoder(torch_layer(d, r, ffn_dim=24, seed=3), num_layers=L, enable_nested_tensor=False)
+    torch.manual_seed(4)
+    ours = PaperEncoder(d, AttentionSpec(r), layers=L, ffn_dim=24, dtype=f64, layer_init="copies")
+    torch.manual_seed(4)
+    independent = PaperEncoder(d, AttentionSpec(r), layers=L, ffn_dim=24, dtype=f64)
+    for model in (stock, ours):
+        first = model.layers[0].state_dict()
+        for layer in model.layers[1:]:
+            for name, value in layer.state_dict().items():
+                assert torch.equal(value, first[name]), name
+                assert value.data_ptr() != first[name].data_ptr(), name  # copies, not shared tensors
+    # Our first layer is the one an independent model draws first (the same RNG draws); its later layers differ.
+    first_ours, first_independent = ours.layers[0].state_dict(), independent.layers[0].state_dict()
+    assert all(torch.equal(first_ours[k], first_independent[k]) for k in first_ours)
+    assert not torch.equal(independent.layers[1].linear1.weight, independent.layers[0].linear1.weight)
+    x = inputs(4, 5, d, seed=1)
+    layer = ours.layers[0]
+    torch.testing.assert_close(ours(x), layer(layer(layer(x))), rtol=0, atol=TOL)
+    # Copies train apart: a step on one layer's weight leaves the others where they were.
+    with torch.no_grad():
+        ours.layers[1].linear1.weight.add_(1.0)
+    assert torch.equal(ours.layers[0].linear1.weight, ours.layers[2].linear1.weight)
+
+
 def test_wide_layer_equals_averaged_torch_blocks() -> None:
     """c = 3 blocks: the layer equals norm2(h + FFN(h)), h = norm1(x + mean of c nn.MultiheadAttention blocks)."""
     d, r, c = 8, 2, 3
