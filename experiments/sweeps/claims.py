@@ -770,6 +770,68 @@ def scaling_rule_at_budget(rule: ScalingRule, records: Sequence[Record]) -> Verd
 
 
 # ---------------------------------------------------------------------------------------------------------------------
+# Figure 1's deep columns at the paper's size with the paper's schedule (issue 28): d = 64, N = 16, c = 1, warm-up 5000
+# of 100k steps, the first 20k of it trained on the CPU. Stated here before any run of the fig1-d64 preset.
+# ---------------------------------------------------------------------------------------------------------------------
+
+FIG1_D64_RULES = (
+    ScalingRule(
+        "depth rescues half rank (d = 64)",
+        "at L = 3, r = d/2 falls far below its L = 1 loss and near the paper's 0.05",
+        {"d": 64, "N": 16, "width": 1, "layers": 1, "rank": 32},
+        {"d": 64, "N": 16, "width": 1, "layers": 3, "rank": 32},
+        ratio=5.0,
+        ceiling=0.1,
+        paper="L = 1 r = d/2 0.70 vs L = 3 0.05 (14x); ceiling 2x the paper's 0.05",
+    ),
+    ScalingRule(
+        "full rank below half rank at L = 3 (d = 64)",
+        "at L = 3, full rank stays well below r = d/2",
+        {"d": 64, "N": 16, "width": 1, "layers": 3, "rank": 32},
+        {"d": 64, "N": 16, "width": 1, "layers": 3, "rank": 64},
+        ratio=5.0,
+        paper="L = 3 r = d/2 0.05 vs full rank 0.003 (17x)",
+    ),
+)
+"""The two comparisons that decide Figure 1's deep columns at the paper's size (the same thresholds as the long
+scale's d = 64 rule, so the two stores are graded alike)."""
+
+
+def fig1_d64_depth(records: Sequence[Record]) -> Verdict:
+    """Figure 1's deep columns at d = 64, N = 16, c = 1 under the paper's schedule: three layers rescue half rank, and
+    full rank stays below half rank at three layers.
+
+    Rule (stated in advance, before any run of the fig1-d64 preset), on the runs of the largest ``steps`` among the
+    d = 64 runs (so that a store holding a prefix and its extension grades the longest), each of
+    :data:`FIG1_D64_RULES` graded by :func:`scaling_rule_at_budget` on seed spreads of best_loss:
+
+    - "depth rescues half rank": ``direction`` when L = 3 r = 32's worst seed is below L = 1 r = 32's best seed;
+      ``magnitude`` when moreover the ratio is >= 5x and L = 3 r = 32's worst seed is <= 0.1 (paper 0.70 vs 0.05);
+    - "full rank below half rank at L = 3": ``direction`` when L = 3 r = 64's worst seed is below L = 3 r = 32's best
+      seed; ``magnitude`` when the ratio is >= 5x (paper 0.05 vs 0.003, 17x);
+    - the claim's grade is the lower of the two; ``not evaluated`` when either comparison lacks a finished run.
+    """
+    d64 = [r for r in records if r.get("d") == 64 and r.get("status") == "finished"]
+    if not d64:
+        return _not_evaluated("no finished d = 64 run")
+    top = max(int(r["steps"]) for r in d64)
+    at_top = [r for r in d64 if int(r["steps"]) == top]
+    verdicts = [scaling_rule_at_budget(rule, at_top) for rule in FIG1_D64_RULES]
+    grade = min((v.grade for v in verdicts), key=lambda g: _RANK[g])
+    numbers = {f"{key}_{i}": value for i, v in enumerate(verdicts) for key, value in v.numbers.items()}
+    text = f"at {top} steps: " + "; ".join(f"{v.explanation} -> {v.grade.value}" for v in verdicts)
+    return Verdict(grade, text, numbers)
+
+
+CLAIMS["fig1-d64"] = Claim(
+    "at the paper's size and schedule, three layers rescue half rank and full rank stays below it",
+    fig1_d64_depth,
+    "L = 1 r = d/2 >= 5x L = 3 r = d/2 with L = 3 <= 0.1, and L = 3 r = d/2 >= 5x full rank (paper 14x, 17x)",
+    "L = 3 r = d/2 below L = 1 r = d/2, and full rank below r = d/2 at L = 3, on every seed",
+)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
 # How tight is Theorem 2: every one-layer model found (trained or constructed) against its certified bound.
 # ---------------------------------------------------------------------------------------------------------------------
 

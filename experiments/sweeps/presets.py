@@ -165,6 +165,26 @@ steps and grid per preset, each with its time estimate (docs/tuning.md)."""
 PAPER = {"ffn_dim": 2048, "steps": 100_000, "batch_size": 256, "log_every": 100, "checkpoint_every": 5000}
 
 
+def paper_recipe(steps: int, warmup: int) -> dict[str, Any]:
+    """The reference code's schedule and initialisation (docs/paper.md section 6): a ``steps``-step schedule with an
+    absolute ``warmup``-step linear warm-up (the reference: max_epochs // 20 epochs of 100 steps), named as the
+    schedule's length so that a run of fewer steps trains a prefix of it, and encoder layers that start as copies of
+    one layer (``nn.TransformerEncoder`` deep-copies the layer it is given)."""
+    return {
+        "steps": steps,
+        "schedule_steps": steps,
+        "warmup_steps": warmup,
+        "warmup_fraction": 0.0,
+        "layer_init": "copies",
+    }
+
+
+PAPER_100K = paper_recipe(100_000, 5_000)
+"""fig1, figN, figd: warm-up 5000 of 100k steps."""
+PAPER_200K = paper_recipe(200_000, 10_000)
+"""posn: warm-up 10000 of 200k steps."""
+
+
 def grid(base: Mapping[str, Any], **axes: Sequence[Any]) -> list[TrainConfig]:
     """TrainConfigs of the Cartesian product of ``axes`` over ``base`` (later axes vary fastest).
 
@@ -213,10 +233,12 @@ def budget_ladder(
 def paper_deciding_cells(
     paper_runs: Sequence[RunSpec], keep: Callable[[TrainConfig], bool], steps: int
 ) -> list[RunSpec]:
-    """The paper scale's runs that decide a claim (``keep``), each with ``steps`` steps (its own warm-up and cosine
-    schedule) and checkpoints every tenth of them (a run killed at a call's time limit resumes in the next call).
+    """The paper scale's runs that decide a claim (``keep``), each with ``steps`` steps and checkpoints every tenth of
+    them (a run killed at a call's time limit resumes in the next call).
 
-    Everything else (d, N, FFN, batch, lr, temperature, seeds kept) is the paper scale's own.
+    Everything else (d, N, FFN, batch, lr, temperature, seeds kept) is the paper scale's own, the schedule included:
+    where the paper scale names its schedule (``schedule_steps``: fig1, figN, figd, posn) the runs train its first
+    ``steps`` steps and can be extended along it; elsewhere each run has its own warm-up and cosine over ``steps``.
     """
     return [
         replace(c, steps=steps, checkpoint_every=max(1, steps // 10), log_every=min(c.log_every, max(1, steps // 100)))
@@ -292,7 +314,7 @@ def _fig1(scale: str) -> list[RunSpec]:
         ]
     return list(
         grid(
-            {**FARTHEST, **PAPER, "d": 64, "N": 16},
+            {**FARTHEST, **PAPER, **PAPER_100K, "d": 64, "N": 16},
             layers=(1, 3, 5),
             width=(1, 8, 64),
             rank=divisors_pow2(64),
@@ -333,6 +355,42 @@ def _fig1_long() -> list[RunSpec]:
     return specs
 
 
+FIG1_D64_STEPS = 20_000
+"""Steps of the fig1-d64 cpu scale: the first fifth of the paper's 100k-step schedule (warm-up 5000), 0.47 s a step
+at d = 64, L = 3 on one core (~2.6 h a run); `TrainConfig.extends` lets a later sitting train them further."""
+
+
+def _fig1_d64(scale: str) -> list[RunSpec]:
+    """Figure 1's deep columns at the paper's size with the paper's schedule (docs/scaling.md, issue 28).
+
+    d = 64, N = 16, c = 1, FFN 2048, batch 256, lr 0.01, temperature 1, warm-up 5000 of a 100k-step schedule, layers
+    starting as copies: L = 3 at r = 32 (seeds 0, 1) and r = 64, L = 1 at r = 32 (the claim's cells); and the depth
+    ladder below the paper's size, L = 1 and L = 3 at r = d/2 for d = 16 and 32 (one seed), with the same N, FFN and
+    schedule. cpu: the first 20k steps of each; paper: the whole 100k (each run extends its cpu prefix); quick: a
+    rehearsal of the same grid at d = 8 / 16 and 60 steps of a 200-step schedule (plumbing only).
+    """
+    base = {**FARTHEST, **PAPER, **PAPER_100K, "N": 16, "width": 1, "lr": 0.01, "temperature": 1.0}
+    cells = [
+        {"d": 64, "layers": 3, "rank": 32, "seed": 0},
+        {"d": 64, "layers": 1, "rank": 32, "seed": 0},
+        {"d": 64, "layers": 3, "rank": 64, "seed": 0},
+        {"d": 64, "layers": 3, "rank": 32, "seed": 1},
+    ]
+    cells += [{"d": d, "layers": L, "rank": d // 2, "seed": 0} for d in (16, 32) for L in (1, 3)]
+    if scale == "quick":
+        rehearsal = {**base, **QUICK, **paper_recipe(200, 20), "steps": 60, "ffn_dim": 32, "batch_size": 32}
+        return [
+            TrainConfig(**{**rehearsal, **cell, "d": cell["d"] // 4, "rank": cell["rank"] // 4})  # d 64/32/16 -> 16/8/4
+            for cell in cells
+        ]
+    if scale == "cpu":
+        return [
+            TrainConfig(**{**base, **cell, "steps": FIG1_D64_STEPS, "checkpoint_every": 500, "device": "cpu"})
+            for cell in cells
+        ]
+    return [TrainConfig(**{**base, **cell}) for cell in cells]
+
+
 def _figN(scale: str) -> list[RunSpec]:
     if scale == "quick":
         # docs/tuning.md: full rank 0.03-0.07 at every N while r = 1 rises 0.14 -> 0.75 (20x at N = 16), ~3 min.
@@ -366,7 +424,7 @@ def _figN(scale: str) -> list[RunSpec]:
         )
     return list(
         grid(
-            {**FARTHEST, **PAPER, "d": 64, "layers": 2, "width": 64},
+            {**FARTHEST, **PAPER, **PAPER_100K, "d": 64, "layers": 2, "width": 64},
             N=(4, 16, 64, 256),
             rank=(64, 32, 1),
             seed=(0, 1, 2, 3, 4),
@@ -405,7 +463,7 @@ def _figd(scale: str) -> list[RunSpec]:
         )
     return list(
         grid(
-            {**FARTHEST, **PAPER, "N": 16, "layers": 2, "width": 8},
+            {**FARTHEST, **PAPER, **PAPER_100K, "N": 16, "layers": 2, "width": 8},
             d=(16, 64, 128, 256),
             rank_fraction=(1, 2, 8, 16),
             seed=(0, 1, 2, 3, 4),
@@ -467,7 +525,7 @@ def _posn(scale: str) -> list[RunSpec]:
         specs += [TrainConfig(**{**base, "d": 16, "layers": 1, "rank": 16, "seed": s}) for s in (0, 1)]
         return specs
     return _positional(
-        {**FARTHEST, **PAPER, "N": 16, "width": 8, "lr": 0.005, "steps": 200_000},
+        {**FARTHEST, **PAPER, **PAPER_200K, "N": 16, "width": 8, "lr": 0.005},
         64,
         64,
         (1, 3),
@@ -847,6 +905,20 @@ PRESETS: dict[str, Preset] = {
                 "long": "51 runs (ladders to 100k steps at d = 16, 25k at d = 64), 7.2 h of training summed (measured)",
                 "paper": "315 runs x 100k steps (GPU)",
                 "gpu": "8 deciding runs at the paper's size x 4k steps, ~80 s on one H200 (measured step cost)",
+            },
+        ),
+        Preset(
+            "fig1-d64",
+            "Figure 1's deep columns at the paper's size (d = 64, N = 16) with its schedule, and a depth ladder in d",
+            "fig1",
+            _scales(_fig1_d64),
+            tuple(p for p in _FIG1_PAPER if p.where.get("width") == 1 and p.where.get("rank_class") != "low"),
+            CLAIMS["fig1-d64"].statement,
+            {
+                "quick": "8 runs of 60 steps, seconds (plumbing)",
+                "cpu": "8 runs x the first 20k of 100k steps: d = 64 L = 3 ~2.6 h a run on one core, ~14 core-hours "
+                "in all (target; several sittings, resumable)",
+                "paper": "8 runs x 100k steps, each extending its cpu prefix",
             },
         ),
         Preset(

@@ -72,6 +72,26 @@ def resolve_runs(preset: str, scale: str, overrides: Mapping[str, Any] | None = 
     return specs
 
 
+def select_runs(specs: list[RunSpec], only: Mapping[str, Any] | None) -> list[RunSpec]:
+    """The specs whose fields equal every ``KEY: VALUE`` of ``only`` (all of them when ``only`` is empty).
+
+    ValueError naming ``only`` when a key is no field of any spec, or when no spec matches (a typo would otherwise
+    run nothing and report success).
+    """
+    if not only:
+        return specs
+    fields = sorted({key for spec in specs for key in spec.to_dict()})
+    unknown = sorted(set(only) - set(fields))
+    if unknown:
+        known = ", ".join(fields)
+        raise ValueError(f"only must name fields of the runs; unknown: {', '.join(unknown)} (fields: {known})")
+    kept = [s for s in specs if all(s.to_dict().get(key) == value for key, value in only.items())]
+    if not kept:
+        wanted = ", ".join(f"{key}={value!r}" for key, value in only.items())
+        raise ValueError(f"only is {wanted}, which matches none of the {len(specs)} runs")
+    return kept
+
+
 def _entries(specs: list[RunSpec]) -> list[tuple[str, str, dict[str, Any]]]:
     return [(s.config_hash(), spec_kind(s), s.to_dict()) for s in specs]
 
@@ -161,6 +181,7 @@ def run_sweep(
     workers: int | None = None,
     address: str | None = None,
     overrides: Mapping[str, Any] | None = None,
+    only: Mapping[str, Any] | None = None,
     progress: bool = True,
     batch_seeds: bool = False,
     pack: bool = True,
@@ -177,6 +198,9 @@ def run_sweep(
         address: Ray cluster address (backend "ray").
         overrides: TrainConfig fields replaced in every training run (e.g. {"steps": 10000}); recorded as part of
             each run's config (and hence of its hash).
+        only: run only the specs whose fields equal these (:func:`select_runs`); the others are neither run nor
+            registered, so drivers with disjoint selections can share one store (each state change is its own
+            transaction).
         progress: show progress over runs on stderr (a bar on a terminal, else a line every 10 s: training/progress).
         batch_seeds: train the runs that differ only in seed together in one process (stacked parameters,
             `experiments.training.loop.train_batched`; for GPUs; no mid-run checkpoints, so a killed batch restarts).
@@ -206,7 +230,7 @@ def run_sweep(
     )  # every argument, and the memory of the runs in flight, before anything is written (sweeps.preflight)
     if workers is not None:
         check_int("workers", workers, minimum=1)
-    spec_list = resolve_runs(preset, scale, overrides)
+    spec_list = select_runs(resolve_runs(preset, scale, overrides), only)
     out = Path(out)
     started = time.perf_counter()
     counts = {"finished": 0, "diverged": 0, "failed": 0}

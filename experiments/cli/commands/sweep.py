@@ -10,15 +10,16 @@ from experiments.cli.arguments import check_output_dir, path_argument
 from experiments.cli.output import emit
 from experiments.sweeps.backends import BACKENDS, check_ray_address
 from experiments.sweeps.presets import PRESETS, get_preset
-from experiments.sweeps.runner import resolve_runs, run_sweep
+from experiments.sweeps.runner import resolve_runs, run_sweep, select_runs
 
 
-def _overrides(items: list[str]) -> dict[str, Any]:
+def _key_values(items: list[str], flag: str) -> dict[str, Any]:
+    """``KEY=VALUE`` items as a dictionary (VALUE parsed as JSON when it is JSON, else kept as text)."""
     values: dict[str, Any] = {}
     for item in items:
         key, sep, text = item.partition("=")
         if not sep or not key:
-            raise ValueError(f"--set expects KEY=VALUE (a TrainConfig field), got {item!r}")
+            raise ValueError(f"{flag} expects KEY=VALUE (a TrainConfig field), got {item!r}")
         try:
             values[key] = json.loads(text)
         except json.JSONDecodeError:
@@ -54,6 +55,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="override a TrainConfig field in every training run (JSON value), e.g. --set steps=10000; repeatable",
     )
     parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="run only the preset's runs whose field KEY equals VALUE (JSON value), e.g. --only layers=1; repeatable "
+        "(a run must match all); drivers with disjoint --only selections may share one --out",
+    )
+    parser.add_argument(
         "--batch-seeds",
         action="store_true",
         help="train runs that differ only in seed together in one process (stacked parameters; for GPUs)",
@@ -81,8 +90,9 @@ def run(args: argparse.Namespace) -> int:
     check_output_dir(args.out, "--out")
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be >= 1 (local worker processes), got {args.workers}")
-    overrides = _overrides(args.set)
-    resolve_runs(args.preset, args.scale, overrides)  # every run's config (and init file) before anything runs
+    overrides = _key_values(args.set, "--set")
+    only = _key_values(args.only, "--only")
+    select_runs(resolve_runs(args.preset, args.scale, overrides), only)  # every run's config, init file and selection
     if args.backend != "ray" and args.address is not None:
         raise ValueError("--address is only used with --backend ray")
     if args.backend == "ray":
@@ -95,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers,
         address=args.address,
         overrides=overrides,
+        only=only,
         progress=not args.no_progress,
         batch_seeds=args.batch_seeds,
         pack=not args.no_pack,
