@@ -370,7 +370,7 @@ def _fig1_d64(scale: str) -> list[RunSpec]:
     rehearsal of the same grid at d = 8 / 16 and 60 steps of a 200-step schedule (plumbing only).
     """
     base = {**FARTHEST, **PAPER, **PAPER_100K, "N": 16, "width": 1, "lr": 0.01, "temperature": 1.0}
-    cells = [
+    cells: list[dict[str, Any]] = [
         {"d": 64, "layers": 3, "rank": 32, "seed": 0},
         {"d": 64, "layers": 1, "rank": 32, "seed": 0},
         {"d": 64, "layers": 3, "rank": 64, "seed": 0},
