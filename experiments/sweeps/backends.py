@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from multiprocessing import get_context
+from multiprocessing import active_children, get_context
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from types import ModuleType
 
@@ -67,6 +69,7 @@ def run_local(tasks: Sequence[WorkItem], workers: int) -> Iterator[RunOutcome]:
         for task in tasks:  # the driver's own torch threads (OMP_NUM_THREADS / torch.set_num_threads) are kept
             yield from execute_item(task)
         return
+    children_before = set(active_children())
     with ProcessPoolExecutor(
         max_workers=min(workers, len(tasks)),
         mp_context=get_context("spawn"),
@@ -80,23 +83,41 @@ def run_local(tasks: Sequence[WorkItem], workers: int) -> Iterator[RunOutcome]:
                 for future in done:
                     yield from future.result()
         except BaseException:  # KeyboardInterrupt / SIGINT to the driver alone, or the consumer closing the generator
-            _stop_workers(pool)
+            _stop_workers(pool, children_before)
             raise
 
 
-def _stop_workers(pool: ProcessPoolExecutor) -> None:
-    """Cancel the queued runs and terminate the running ones (SIGTERM), so leaving the pool does not wait for them.
+STOP_GRACE = 10.0
+"""Seconds the pool's workers have to exit after SIGTERM before they are killed (SIGKILL). A worker handles SIGTERM
+by dying at once; the grace covers a loaded machine's scheduling delay, not work done on the way out."""
+
+
+def _stop_workers(pool: ProcessPoolExecutor, children_before: set[BaseProcess]) -> None:
+    """Cancel the queued runs and end the running ones, so leaving the pool does not wait for them.
 
     Without this, a driver interrupted by a signal that its workers did not also get (``kill -INT <driver>``) waited in
     the pool's shutdown until every running run had finished (hours for a long run). A terminated run loses only its
     steps since its last checkpoint; the store holds every run that finished.
+
+    The workers are every process this driver started since the pool was created (``multiprocessing
+    .active_children``), not only those the pool has recorded: an interrupt that lands while ``submit`` spawns a
+    worker leaves one started but not yet in the pool's table, and the interpreter's exit then waited on that idle,
+    unrecorded worker for ever (``multiprocessing`` joins its children at exit). Each gets SIGTERM, then SIGKILL if it
+    has not exited within `STOP_GRACE` seconds (a worker that inherited an ignored SIGTERM).
     """
-    # The worker processes: a private field (Python 3.11-3.13 have no public terminate), read before shutdown clears it.
-    processes = list((getattr(pool, "_processes", None) or {}).values())
+    # The pool's own table (a private field; Python 3.11-3.13 have no public terminate), read before shutdown clears it.
+    recorded = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
+    processes = {*recorded, *(set(active_children()) - children_before)}
     for process in processes:
         if process.is_alive():
             process.terminate()
+    deadline = time.monotonic() + STOP_GRACE
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            process.kill()
+            process.join()
 
 
 def train_configs(jobs: Sequence[tuple[TrainConfig, Path]], workers: int) -> list[TrainResult]:
