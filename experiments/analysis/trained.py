@@ -36,8 +36,7 @@ import torch
 
 from experiments.models.attention import RankedMultiheadAttention
 from experiments.tasks import AveragingBaseline, LeastSquaresBaseline, LinearRegressionTask, estimate_task_error
-from experiments.training.imported_run import IMPORT_RECORD
-from experiments.training.run import load_trained_model
+from experiments.training.run_precision import IMPORT_RECORD, load_run_model, model_dtype
 from theory.bounds import rank_lower_bound
 from theory.monte_carlo import DEFAULT_Z, MeanAccumulator
 from theory.validation import check_array, check_int
@@ -152,7 +151,13 @@ def trained_vs_bound(
         raise ValueError("trained_vs_bound needs a one-layer run on task nearest with N = 2 and orthonormal keys")
     device = next(model.parameters()).device
     estimate = estimate_task_error(
-        model, task, n_samples, torch.Generator().manual_seed(seed), batch_size=8192, device=device
+        model,
+        task,
+        n_samples,
+        torch.Generator().manual_seed(seed),
+        batch_size=8192,
+        device=device,
+        dtype=model_dtype(model),
     )
     H = config.heads
     bound = rank_lower_bound(config.d, config.rank, H)
@@ -202,7 +207,9 @@ def icl_error_curves(
             raw = task.sample(m, generator)
             for name, predictor in predictors.items():
                 device = next(predictor.parameters()).device if isinstance(predictor, torch.nn.Module) else "cpu"
-                batch = raw.to(device, torch.float32 if isinstance(predictor, torch.nn.Module) else torch.float64)
+                batch = raw.to(
+                    device, model_dtype(predictor) if isinstance(predictor, torch.nn.Module) else torch.float64
+                )
                 errors = task.error_by_position(predictor(batch).to("cpu", torch.float64), raw.target)  # (m, N)
                 accumulators[name].add(errors.numpy())
             done += m
@@ -232,7 +239,13 @@ def task_error(task: Any, model: torch.nn.Module, n_samples: int = 100_000, seed
     n_samples = check_int("n_samples", n_samples, minimum=2)
     device = next(model.parameters()).device
     estimate = estimate_task_error(
-        model, task, n_samples, torch.Generator().manual_seed(seed), batch_size=8192, device=device
+        model,
+        task,
+        n_samples,
+        torch.Generator().manual_seed(seed),
+        batch_size=8192,
+        device=device,
+        dtype=model_dtype(model),
     )
     return {
         "task": task.name,
@@ -267,7 +280,7 @@ def analyze_run(out_dir: Path, n_samples: int = 100_000, seed: int = 12345) -> d
         and per-head summaries), "task_error" (fresh Monte Carlo error on the run's task) and, where they apply,
         "theorem2" and "icl".
     """
-    config, task, model = load_trained_model(Path(out_dir))
+    config, task, model = load_run_model(Path(out_dir))  # float64 for a float64 import, else float32
     report: dict[str, Any] = {
         "run": {
             "out": str(out_dir),

@@ -261,7 +261,12 @@ def read_reference_layout(state_dict: Mapping[str, torch.Tensor], source: str = 
 
 
 def reference_config(
-    layout: ReferenceLayout, num_heads: int, task: str, N: int | None = None, keys: str = "iid"
+    layout: ReferenceLayout,
+    num_heads: int,
+    task: str,
+    N: int | None = None,
+    keys: str = "iid",
+    max_length: int | None = None,
 ) -> TrainConfig:
     """The TrainConfig of our encoder that computes the reference encoder ``layout`` on ``task``.
 
@@ -272,6 +277,8 @@ def reference_config(
             has no read-out to R).
         N: context length; None infers it from the positional table (sequence length = maxN).
         keys: key law of the nearest task.
+        max_length: the sequence length the model was built for (the checkpoint's maxN hyper-parameter), used to
+            infer N when the state dict has no positional table to infer it from.
 
     Returns:
         the config (model "encoder"; training fields at their defaults, so a later `attnrank train` fine-tunes).
@@ -284,9 +291,14 @@ def reference_config(
     probe = make_task(task, layout.d, 2 if N is None else N, keys if task == "nearest" else "orthonormal")
     extra = 1 if probe.query_task else 0  # query tasks append the query token
     if N is None:
-        if layout.max_length is None:
-            raise ValueError("N must be given: the state dict has no positional table to infer it from")
-        N = layout.max_length - extra
+        length = layout.max_length if layout.max_length is not None else max_length
+        if length is None:
+            raise ValueError(
+                "N must be given: the state dict has no positional table and no maxN hyper-parameter to infer it from"
+            )
+        if length - extra < 1:
+            raise ValueError(f"N must be given: maxN = {length} leaves no context point for task {task}")
+        N = length - extra
     N = check_int("N", N, minimum=1)
     if layout.max_length is not None and N + extra > layout.max_length:
         key = layout.prefix + (ADDITIVE_KEY if layout.additive else CONCAT_KEY)

@@ -24,8 +24,8 @@ from typing import Any
 
 from experiments.config import TrainConfig
 from experiments.sweeps.runner import store_path
-from experiments.training.imported_run import IMPORT_RECORD
 from experiments.training.run import read_config_file
+from experiments.training.run_precision import IMPORT_RECORD
 
 ANALYSIS_NAME = "analysis.json"
 REPORT_NAME = "report.md"

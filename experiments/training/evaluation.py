@@ -15,6 +15,7 @@ from experiments.config import TrainConfig
 from experiments.tasks import estimate_task_error
 from experiments.training.checkpoints import check_same_config, load_checkpoint
 from experiments.training.run import build_run, resolve_device
+from experiments.training.run_precision import model_dtype, run_dtype
 
 CHECKPOINT_NAME = "checkpoint.pt"
 
@@ -26,7 +27,8 @@ def evaluate_run(
 
     Args:
         config: the run (its ``init`` file, or its seed's initialisation, defines the starting model).
-        out_dir: the run directory; a checkpoint of ``config`` there (verified) is evaluated instead. Read only.
+        out_dir: the run directory; a checkpoint of ``config`` there (verified) is evaluated instead, in the run's
+            precision (`experiments.training.run_precision.run_dtype`). Read only.
         samples: fresh samples of the task (>= 2).
         seed: seed of the evaluation sampler (independent of the training stream).
 
@@ -42,6 +44,7 @@ def evaluate_run(
     if checkpoint is not None and checkpoint.exists():
         state = load_checkpoint(checkpoint)
         check_same_config(state["config"], config, checkpoint)
+        model.to(run_dtype(checkpoint.parent))  # float64 for a float64 import (import.json), else float32
         try:
             model.load_state_dict(state["model"])
         except (RuntimeError, TypeError, AttributeError) as exc:
@@ -49,7 +52,8 @@ def evaluate_run(
             raise ValueError(f"{checkpoint}: checkpoint does not match the model of this config ({detail})") from exc
         step, source = state["step"], "checkpoint"
     model.eval()
-    estimate = estimate_task_error(model, task, samples, torch.Generator().manual_seed(seed), device=device)
+    generator = torch.Generator().manual_seed(seed)
+    estimate = estimate_task_error(model, task, samples, generator, device=device, dtype=model_dtype(model))
     return {
         "mse": estimate.mean,
         "stderr": estimate.stderr,

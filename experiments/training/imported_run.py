@@ -8,8 +8,10 @@ its first step, so every command that reads run directories reads it:
 - ``checkpoint.pt``: a verified checkpoint (`experiments.training.checkpoints`) at step 0: the imported weights, a
   fresh AdamW state, the schedule at step 0, the RNG states of a run of this seed, no closed epoch;
 - ``import.json``: where the weights came from: the source file and its sha256, the container and key prefix found,
-  the sizes inferred from the shapes and those given, and the notes of the translation (`attnrank train` rewrites
-  config.json when it resumes; this file stays).
+  the sizes inferred from the shapes and those given or read from the checkpoint's hyper-parameters, the precision
+  (``dtype``: float64 when the file held float64 weights, else float32; `experiments.training.run_precision`), what
+  the import skipped (a Lightning checkpoint's other entries and the globals carried as names, by name only) and the
+  notes of the translation (`attnrank train` rewrites config.json when it resumes; this file stays).
 
 There is no ``result.json``: nothing was trained here. `attnrank train` with the same flags fine-tunes the imported
 model from step 0 with a fresh optimiser; ``train --eval-only`` scores it (step 0, source "checkpoint");
@@ -36,6 +38,7 @@ import torch
 from constructions.state_dict_files import StateDictFile, read_state_dict_file
 from experiments.config import TrainConfig
 from experiments.json_files import write_json
+from experiments.models.reference_hparams import check_hyper_parameters
 from experiments.models.reference_layout import (
     ReferenceLayout,
     encoder_state_from_reference,
@@ -46,11 +49,10 @@ from experiments.tasks import make_task
 from experiments.training.checkpoints import save_checkpoint
 from experiments.training.provenance import provenance
 from experiments.training.run import build_run, sampler_generator
+from experiments.training.run_precision import IMPORT_RECORD, dtype_name
 from experiments.training.schedule import make_optimizer
-from theory.validation import check_output_dir
+from theory.validation import check_int, check_output_dir
 
-IMPORT_RECORD = "import.json"
-"""The provenance file of an imported run directory."""
 REFERENCE_SOURCE = "NoahAmsel/attention-formers, encoders.py (the encoder state dict as published)"
 
 
@@ -78,15 +80,20 @@ def check_import_target(out_dir: str | Path) -> Path:
 
 
 def write_imported_run(
-    config: TrainConfig, model_state: Mapping[str, torch.Tensor], out_dir: str | Path, record: Mapping[str, Any]
+    config: TrainConfig,
+    model_state: Mapping[str, torch.Tensor],
+    out_dir: str | Path,
+    record: Mapping[str, Any],
+    dtype: torch.dtype = torch.float32,
 ) -> Path:
     """Write a run directory whose step-0 checkpoint holds ``model_state`` (see the module docstring).
 
     Args:
         config: the run's config; its model (`build_run`) must accept ``model_state`` exactly (strict keys, shapes).
-        model_state: the model's state dict (any float dtype; stored as the model's float32).
+        model_state: the model's state dict (any float dtype; stored in ``dtype``).
         out_dir: a missing or empty directory.
-        record: the import's provenance, written to import.json.
+        record: the import's provenance, written to import.json (its ``dtype`` entry should name ``dtype``).
+        dtype: the precision of the stored model, float32 or float64 (`run_precision.RUN_DTYPES`).
 
     Returns:
         the run directory.
@@ -94,8 +101,10 @@ def write_imported_run(
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
     out = check_import_target(out_dir)
+    dtype_name(dtype)  # float32 or float64, else ValueError naming dtype
     cpu = dataclasses.replace(config, device="cpu")
     _, model = build_run(cpu, torch.device("cpu"))
+    model.to(dtype)
     try:
         model.load_state_dict(dict(model_state), strict=True)
     except RuntimeError as exc:
@@ -160,34 +169,55 @@ class PreparedImport:
     config: TrainConfig
     model_state: dict[str, torch.Tensor]
     record: dict[str, Any]
+    dtype: torch.dtype = torch.float32
+
+
+def skipped_summary(read: StateDictFile) -> dict[str, list[str]]:
+    """What an import read around, by name: a Lightning checkpoint's other entries, the globals carried as names."""
+    return {"entries": list(read.skipped_entries), "globals": list(read.carried_globals)}
 
 
 def prepare_reference_import(
-    path: str | Path, *, num_heads: int, task: str, N: int | None = None, keys: str = "iid"
+    path: str | Path, *, num_heads: int | None = None, task: str, N: int | None = None, keys: str = "iid"
 ) -> PreparedImport:
     """Read and check a reference-encoder checkpoint and translate it (`experiments.models.reference_layout`).
 
     Args:
         path: a Lightning ``.ckpt``, a torch state dict file or a ``.safetensors`` file (read without unpickling
             arbitrary objects: `constructions.state_dict_files`).
-        num_heads: heads per attention block (the reference's nhead; not in the weights).
+        num_heads: heads per attention block (the reference's nhead; not in the weights). None: from the checkpoint's
+            hyper-parameters (`experiments.models.reference_hparams`), which must then say.
         task: the task the model was trained on.
-        N: context length (None: from the positional table).
+        N: context length (None: from the positional table, else from the hyper-parameter maxN).
         keys: key law of the nearest task.
 
     Returns:
-        PreparedImport (config, model state, import record); nothing is written.
+        PreparedImport (config, model state in the file's precision, import record); nothing is written.
 
     Raises:
         TypeError, OSError, ValueError: a bad argument, an unreadable file, or one line naming the key that does not
             fit the layout.
     """
+    if num_heads is not None:
+        check_int("num_heads", num_heads, minimum=1)  # ValueError naming num_heads
     read: StateDictFile = read_state_dict_file(path)
     layout = read_reference_layout(read.tensors, source=str(read.path))
+    hyper = check_hyper_parameters(layout, read.hyper_parameters, str(read.path), num_heads)
+    heads = num_heads if num_heads is not None else hyper.num_heads
+    if heads is None:
+        raise ValueError(
+            "num_heads must be given: the weights do not record the heads per block, and the file has no "
+            "hyper-parameter nheads, rank or total_heads"
+        )
     inferred_N = N is None
-    config = reference_config(layout, num_heads, task, N, keys)
+    config = reference_config(layout, heads, task, N, keys, max_length=hyper.max_length)
     task_length = make_task(config.task, config.d, config.N, config.keys).sequence_length
     state = encoder_state_from_reference(layout, task_length)
+    notes = _notes(layout, config, task_length) + list(read.notes)
+    if read.dtype == torch.float64:
+        notes.append("float64 weights: stored and evaluated in float64")
+    if read.carried_globals:
+        notes.append(f"{len(read.carried_globals)} global(s) of the file carried as names, never imported or called")
     record: dict[str, Any] = {
         "format": "reference-encoder",
         "reference": REFERENCE_SOURCE,
@@ -195,6 +225,7 @@ def prepare_reference_import(
         "source_sha256": read.sha256,
         "container": read.container,
         "prefix": layout.prefix,
+        "dtype": dtype_name(read.dtype),
         "inferred": {
             "layers": layout.layers,
             "width": layout.width,
@@ -206,15 +237,24 @@ def prepare_reference_import(
             "additive_positional": layout.additive,
             "max_length": layout.max_length,
             "N": config.N if inferred_N else None,
+            "num_heads": heads if num_heads is None else None,
         },
         "given": {"num_heads": num_heads, "task": task, "N": None if inferred_N else N, "keys": keys},
-        "notes": _notes(layout, config, task_length),
+        "hyper_parameters": hyper.used,
+        "skipped": skipped_summary(read),
+        "notes": notes,
     }
-    return PreparedImport(config, {f"network.{k}": v for k, v in state.items()}, record)
+    return PreparedImport(config, {f"network.{k}": v for k, v in state.items()}, record, read.dtype)
 
 
 def import_reference_encoder(
-    path: str | Path, out_dir: str | Path, *, num_heads: int, task: str, N: int | None = None, keys: str = "iid"
+    path: str | Path,
+    out_dir: str | Path,
+    *,
+    num_heads: int | None = None,
+    task: str,
+    N: int | None = None,
+    keys: str = "iid",
 ) -> ImportedRun:
     """Import a reference-encoder checkpoint as a run directory (`prepare_reference_import`, `write_imported_run`).
 
@@ -228,5 +268,5 @@ def import_reference_encoder(
     """
     out = check_import_target(out_dir)
     prepared = prepare_reference_import(path, num_heads=num_heads, task=task, N=N, keys=keys)
-    write_imported_run(prepared.config, prepared.model_state, out, prepared.record)
+    write_imported_run(prepared.config, prepared.model_state, out, prepared.record, prepared.dtype)
     return ImportedRun(out, prepared.config, prepared.record)

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+import sys
+import types
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import save_file
 
+from constructions.inert_globals import InertGlobal
 from constructions.state_dict_files import StateDictFileError, read_state_dict_file
-
-
-class NotATensor:
-    """A class of 'the training code': torch.load(weights_only=True) must refuse to build it."""
 
 
 def _state() -> dict[str, torch.Tensor]:
@@ -59,11 +58,77 @@ def _refusal(path: Path) -> str:
     return message
 
 
-def test_an_object_the_safe_loader_will_not_build_is_refused_not_unpickled(tmp_path: Path) -> None:
-    path = tmp_path / "lightning.ckpt"
-    torch.save({"state_dict": _state(), "hyper_parameters": {"dataset": NotATensor()}}, path)
+def _training_code_module() -> types.ModuleType:
+    """A module `training_code` with a class and a function, as the code that wrote a checkpoint would have."""
+    module = types.ModuleType("training_code")
+
+    class Dataset:
+        def __init__(self, size: int) -> None:
+            self.size = size
+
+    def schedule(step: int) -> float:
+        raise AssertionError("a function named in the file was called")
+
+    for value in (Dataset, schedule):
+        value.__module__ = "training_code"
+        value.__qualname__ = value.__name__
+        setattr(module, value.__name__, value)
+    return module
+
+
+def test_classes_and_objects_of_the_training_code_are_carried_as_names(tmp_path: Path) -> None:
+    """The module exists only while the file is written: reading it must neither import nor call anything."""
+    module = _training_code_module()
+    sys.modules["training_code"] = module
+    try:
+        path = tmp_path / "lightning.ckpt"
+        content = {
+            "state_dict": _state(),
+            "hyper_parameters": {"dataset_class": module.Dataset, "dataset": module.Dataset(3), "nheads": 2},
+            "lr_schedulers": [{"lr_lambda": module.schedule}],
+        }
+        torch.save(content, path)
+    finally:
+        del sys.modules["training_code"]
+    read = read_state_dict_file(path)
+    assert "training_code" not in sys.modules
+    assert _same(read.tensors, _state()) and read.container == "Lightning checkpoint"
+    assert read.carried_globals == ("training_code.Dataset", "training_code.schedule")
+    assert read.skipped_entries == ("lr_schedulers",)
+    hyper = read.hyper_parameters["hyper_parameters"]
+    assert hyper["nheads"] == 2
+    assert isinstance(hyper["dataset"], InertGlobal) and hyper["dataset"].global_name == "training_code.Dataset"
+    assert issubclass(hyper["dataset_class"], InertGlobal) and not hasattr(hyper["dataset"], "size")
+
+
+@pytest.mark.parametrize(
+    "dtypes, stored",
+    [
+        ((torch.float64,), torch.float64),
+        ((torch.float32, torch.float64), torch.float64),
+        ((torch.float32,), torch.float32),
+        ((torch.bfloat16, torch.float16), torch.float32),
+    ],
+)
+def test_the_precision_the_tensors_were_stored_in_is_reported(
+    dtypes: tuple[torch.dtype, ...], stored: torch.dtype, tmp_path: Path
+) -> None:
+    state = {f"t{i}": torch.ones(2, dtype=dtype) for i, dtype in enumerate(dtypes)}
+    torch.save({"state_dict": state}, tmp_path / "a.ckpt")
+    save_file(state, str(tmp_path / "a.safetensors"))
+    assert read_state_dict_file(tmp_path / "a.ckpt").dtype == stored
+    assert read_state_dict_file(tmp_path / "a.safetensors").dtype == stored
+
+
+def test_a_global_that_runs_code_is_refused_naming_it(tmp_path: Path) -> None:
+    class Payload:
+        def __reduce__(self) -> tuple:
+            return (print, ("this would have run",))
+
+    path = tmp_path / "payload.ckpt"
+    torch.save({"state_dict": _state(), "hyper_parameters": {"x": Payload()}}, path)
     message = _refusal(path)
-    assert "cannot be read safely" in message and "NotATensor" in message and "state_dict" in message
+    assert "builtins.print" in message and "refused without loading" in message
 
 
 @pytest.mark.parametrize(

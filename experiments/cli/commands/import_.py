@@ -24,6 +24,7 @@ from experiments.training.imported_run import (
     IMPORT_RECORD,
     check_import_target,
     prepare_reference_import,
+    skipped_summary,
     write_imported_run,
 )
 
@@ -36,9 +37,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "import",
         help="import a model trained elsewhere (stock nn.MultiheadAttention, the reference implementation's encoder)",
-        description="Read a model trained outside this toolkit, without unpickling arbitrary objects (.safetensors; "
-        ".pt and Lightning .ckpt files with torch.load(weights_only=True); what cannot be read safely is refused), "
-        "and write what the other commands read. --from torch-mha FILE: the state dict of one "
+        description="Read a model trained outside this toolkit without running anything the file names "
+        "(.safetensors; .pt and Lightning .ckpt files with torch.load(weights_only=True), every global other than "
+        "tensors and plain containers carried as an inert name; a file naming os.system, subprocess, eval and the "
+        "like is refused), and write what the other commands read. --from torch-mha FILE: the state dict of one "
         "torch.nn.MultiheadAttention(d, H) (in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias) as a "
         "single-layer weight file with Q_h^T K_h = W_q^h^T W_k^h / sqrt(d/H) and V_h = W_o^h W_v^h (an attnrank "
         "export's folded temperature is undone); the key bias is dropped (softmax cancels it), and a query bias that "
@@ -48,7 +50,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "positional_encodings, additive_positional), bare or under a Lightning checkpoint's state_dict with any "
         "prefix, as a run directory (config.json, a step-0 checkpoint.pt, import.json) for analyze, report and "
         "train --eval-only; layers, blocks, widths, feed-forward size, biases and positional tables are inferred "
-        "from the shapes, every inconsistency is refused naming the key. Nothing is written on refusal.",
+        "from the shapes, every inconsistency is refused naming the key; a Lightning checkpoint's hyper_parameters "
+        "(dim, nheads, rank, num_layers, width_multiplier, dim_feedforward, positional_dim, maxN, bias) are checked "
+        "against them and fill in --num-heads and --N when omitted; float64 weights import as float64. Nothing is "
+        "written on refusal.",
     )
     parser.add_argument(
         "--from",
@@ -61,9 +66,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--num-heads",
         type=int,
-        required=True,
-        help="torch-mha: the module's num_heads H; reference-encoder: heads per attention block (its nhead; "
-        "rank r = D / num_heads); not recorded in the weights",
+        default=None,
+        help="torch-mha (required): the module's num_heads H; reference-encoder: heads per attention block (its "
+        "nhead; rank r = D / num_heads), not recorded in the weights (default: from the checkpoint's "
+        "hyper_parameters nheads, rank or total_heads)",
     )
     parser.add_argument(
         "--task", default=None, help=f"reference-encoder (required): the task it was trained on, {' | '.join(TASKS)}"
@@ -112,9 +118,11 @@ def run(args: argparse.Namespace) -> int:
     if text.strip() == "" or "\x00" in text:
         raise ValueError(f"--from FILE must name a file, got {text!r}")
     path = Path(text)
-    if args.num_heads < 1:
+    if args.num_heads is not None and args.num_heads < 1:
         raise ValueError(f"--num-heads must be an integer >= 1, got {args.num_heads}")
     if source == "torch-mha":
+        if args.num_heads is None:
+            raise ValueError("--num-heads is required with --from torch-mha (the module's num_heads)")
         given = [name for name in _REFERENCE_ONLY if getattr(args, name) is not None]
         if given:
             raise ValueError(f"--{given[0]} applies to --from reference-encoder only")
@@ -134,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
             "r": meta["r"],
             "temperature": meta["temperature"],
             "q_scale": meta["q_scale"],
+            "skipped": skipped_summary(read),
             "notes": imported.notes,
         }
         emit(summary, as_json=args.json, title=None if args.json else f"imported {path} as a weight file")
@@ -153,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         "eval_command": eval_only_command(config, args.out),
         "analyze_command": shlex.join(["attnrank", "analyze", str(args.out)]),
     }
-    write_imported_run(config, prepared.model_state, args.out, record)
+    write_imported_run(config, prepared.model_state, args.out, record, prepared.dtype)
     summary = {
         "out": str(args.out),
         "source": str(path),
@@ -170,6 +179,9 @@ def run(args: argparse.Namespace) -> int:
         "positional_dim": config.positional_dim,
         "ffn_dim": config.ffn_dim,
         "bias": record["inferred"]["bias"],
+        "dtype": record["dtype"],
+        "hyper_parameters": record["hyper_parameters"],
+        "skipped": record["skipped"],
         "record": str(args.out / IMPORT_RECORD),
         "eval_command": record["eval_command"],
         "analyze_command": record["analyze_command"],

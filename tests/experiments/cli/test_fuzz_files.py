@@ -412,7 +412,16 @@ def test_every_damaged_store_is_refused(good_store, capsys, tmp_path) -> None:
 
 
 class TrainingCodeObject:
-    """Stands for a class of someone's training code inside a checkpoint: the safe loader must not build it."""
+    """Stands for a class of someone's training code inside a checkpoint: carried as a name, never built."""
+
+
+class RunsACommand:
+    """Pickles as a call of os.system (REDUCE): what a payload, not a trainer, writes into a checkpoint."""
+
+    def __reduce__(self) -> tuple:
+        import os
+
+        return (os.system, ("true",))
 
 
 IMPORTERS: dict[str, Callable[[Path, Path], list[str]]] = {
@@ -455,7 +464,7 @@ def _state_damages(state: dict[str, torch.Tensor]) -> dict[str, dict]:
     damaged["integer"] = {**state, weight: state[weight].to(torch.int64)}
     damaged["renamed"] = {k.replace("in_proj", "inproj"): v for k, v in state.items()}
     damaged["non-tensor"] = {**state, "step": 3}
-    damaged["unsafe-object"] = {"state_dict": state, "hyper_parameters": {"data": TrainingCodeObject()}}
+    damaged["payload-os-system"] = {"state_dict": state, "hyper_parameters": {"data": RunsACommand()}}
     damaged["lightning-list"] = {"state_dict": list(state.values())}
     damaged["empty"] = {}
     bias = next((k for k in names if k.endswith("out_proj.bias")), None)
@@ -512,7 +521,9 @@ def test_the_importers_accept_the_undamaged_inputs(capsys, tmp_path) -> None:  #
     for source, state in good.items():
         torch.save(state, tmp_path / f"{source}.pt")
         save_file({k: v.contiguous().numpy() for k, v in state.items()}, str(tmp_path / f"{source}.safetensors"))
-        for suffix in ("pt", "safetensors"):
+        lightning = {"state_dict": state, "hyper_parameters": {"data": TrainingCodeObject()}}
+        torch.save(lightning, tmp_path / f"{source}.ckpt")  # a class of the training code: carried as a name
+        for suffix in ("pt", "safetensors", "ckpt"):
             out = tmp_path / f"out-{source}-{suffix}"
             out.mkdir()
             outcome = invoke(IMPORTERS[source](tmp_path / f"{source}.{suffix}", out), capsys)
