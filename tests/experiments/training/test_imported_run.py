@@ -1,9 +1,10 @@
 """Tests of experiments/training/imported_run.py: a reference checkpoint becomes a run directory every reader accepts.
 
 The independent side is the reference forward of `tests.experiments.models.reference_checkpoints` (stock modules, the
-layout's description). A run directory stores the model in float32, so outputs are compared at float32's precision:
-every stored weight is rounded by at most eps32 / 2 relatively, and through two post-norm layers of width <= 8 the
-outputs (norm = the last scale, ~1) move by a few hundred eps32 at most.
+layout's description). A run directory keeps the file's precision. From a float32 file, outputs are compared at
+float32's precision: every weight is float32 (rounded by at most eps32 / 2 relatively), and through two post-norm
+layers of width <= 8 the outputs (norm = the last scale, ~1) move by a few hundred eps32 at most. From a float64 file
+the run is float64 (import.json records it) and its evaluation reproduces the reference's to FLOAT64_TOLERANCE.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from tests.experiments.models.reference_checkpoints import random_reference_stat
 
 EPS32 = float(torch.finfo(torch.float32).eps)
 FLOAT32_TOLERANCE = 512 * EPS32
+FLOAT64_TOLERANCE = 1e-12
+"""About 4500 eps(float64): the two forwards sum the same products in another order (measured 2e-16 to 7e-15)."""
 
 
 def _lightning_checkpoint(path: Path, state: dict[str, torch.Tensor]) -> Path:
@@ -68,7 +71,8 @@ def test_an_imported_checkpoint_is_a_run_whose_model_is_the_reference(tmp_path: 
 
 
 def test_the_task_error_of_the_run_is_the_reference_forwards_error(tmp_path: Path) -> None:
-    """`train --eval-only` (evaluate_run) scores the same samples as the reference forward, to float32 precision."""
+    """`train --eval-only` (evaluate_run) of a float64 file scores the same samples as the reference forward, in
+    float64 (before import.json recorded the precision, the run was float32 and agreed to 4e-8 only)."""
     state = random_reference_state(d=4, num_heads=2, width=1, layers=1, ffn_dim=8, seed=5)
     source = tmp_path / "weights.pt"
     torch.save(state, source)
@@ -78,10 +82,11 @@ def test_the_task_error_of_the_run_is_the_reference_forwards_error(tmp_path: Pat
     assert (evaluation["step"], evaluation["source"], evaluation["n_samples"]) == (0, "checkpoint", n)
     batch = run_task_batch(run.config, n, seed)
     with torch.no_grad():
-        outputs = reference_forward({k: v.float().double() for k, v in state.items()}, batch.tokens.permute(0, 2, 1), 2)
+        outputs = reference_forward(state, batch.tokens.permute(0, 2, 1), 2)  # the file's float64 weights
     errors = (outputs.permute(0, 2, 1)[:, -1, :] - batch.target).pow(2).sum(dim=-1)  # (n,): the query token's answer
     print(f"eval-only mse {evaluation['mse']!r}, reference forward on the same samples {float(errors.mean())!r}")
-    assert abs(evaluation["mse"] - float(errors.mean())) < FLOAT32_TOLERANCE * max(1.0, float(errors.mean()))
+    assert json.loads((run.out_dir / IMPORT_RECORD).read_text())["dtype"] == "float64"
+    assert abs(evaluation["mse"] - float(errors.mean())) < FLOAT64_TOLERANCE * max(1.0, float(errors.mean()))
     report = analyze_run(run.out_dir, n_samples=n, seed=seed)
     assert report["task_error"]["error"] == evaluation["mse"]  # same sampler, same seed, same batches
     assert report["theorem2"]["bound_applies"] is False and report["run"]["imported_from"].startswith("reference")
