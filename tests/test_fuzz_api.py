@@ -441,6 +441,7 @@ ENTRIES: dict[str, Entry] = {
             "batch_seeds": fixed(switches()),
             "pack": fixed(switches()),
             "rebuild": fixed(switches()),
+            "only": fixed(st.one_of(st.just({"nokey": 3}), st.just({"seed": -7}))),  # no such field; matches no run
         },
     ),
     "import_torch_mha": Entry(
