@@ -183,8 +183,10 @@ def torch_pickles(data: bytes) -> list[bytes]:
         data: the file's bytes; a zip archive, or starting with a pickle protocol opcode.
 
     Returns:
-        the zip archive's ``data.pkl``; or the pickles at the start of the stream (up to `LEGACY_PICKLES`: a legacy
-        torch file's five, a plain pickle's one), each ending at its STOP.
+        the zip archive's ``data.pkl``; or the pickles at the start of the stream, back to back until the bytes end
+        or `LEGACY_PICKLES` have been read (a legacy torch file's five, after which its raw storages follow; a plain
+        pickle's one), each ending at its STOP. Bytes after a plain pickle that are not a pickle are refused as
+        damage: torch's legacy loader, which reads five pickles, would not read such a file either.
 
     Raises:
         PickleScanError: neither layout, a damaged or truncated pickle, or an archive that fails the checks above.
@@ -197,7 +199,7 @@ def torch_pickles(data: bytes) -> list[bytes]:
         raise PickleScanError("neither a zip archive nor a pickle")
     streams: list[bytes] = []
     start = 0
-    while len(streams) < LEGACY_PICKLES and start < len(data) and data[start] == PICKLE_PROTOCOL_OPCODE:
+    while len(streams) < LEGACY_PICKLES and start < len(data):  # a later pickle may be of protocol 0 (no PROTO)
         end = _end_of_pickle(data, start)
         streams.append(data[start:end])
         start = end

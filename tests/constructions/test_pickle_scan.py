@@ -49,6 +49,8 @@ def test_torch_files_give_their_object_pickles() -> None:
     streams = torch_pickles(legacy.getvalue())
     assert len(streams) == 5 and "torch.DoubleStorage" in {n for s in streams for n, _ in _names(s)}
     assert len(torch_pickles(pickle.dumps({"x": 1}, protocol=2))) == 1
+    second = pickle.dumps(1, protocol=2) + pickle.dumps(Named, protocol=0)  # no PROTO opcode to recognise it by
+    assert f"{__name__}.Named" in {n for s in torch_pickles(second) for n, _ in _names(s)}
 
 
 def _rezip(raw: bytes, edit) -> bytes:  # noqa: ANN001

@@ -159,6 +159,8 @@ def refused_inputs(root: Path) -> list[tuple[str, Path, list[str], str]]:
         add(f"payload-{name}-loops-legacy.ckpt", saved({**good, "loops": [payload]}, legacy=True), qualname)
         add(f"payload-{name}-raw2.pkl", pickle_dumps(payload, 2), qualname)
         add(f"payload-{name}-raw4.pkl", pickle_dumps({"state_dict": payload}, 4), qualname)
+    magic = pickle_dumps(0x1950A86A20F9469CFC6C, 2)  # a legacy file's first pickle, then one of protocol 0
+    add("payload-protocol0-second-pickle.ckpt", magic + b"cposix\nsystem\n(S'true'\ntR.", "posix.system")
     add("payload-callback-key.ckpt", saved({**good, "callbacks": {payloads()["posix.system"]: {}}}), "posix.system")
     add("payload-in-state-dict.ckpt", saved({**good, "state_dict": {"x": payloads()["builtins.eval"]}}), "eval")
     raw = saved(good)
