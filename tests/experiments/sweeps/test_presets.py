@@ -53,7 +53,7 @@ def test_fig1_paper_grid_is_the_papers() -> None:
     assert {c.layers for c in configs} == {1, 3, 5} and {c.width for c in configs} == {1, 8, 64}
     assert {c.rank for c in configs} == {64, 32, 16, 8, 4, 2, 1} and {c.seed for c in configs} == set(range(5))
     c = configs[0]
-    assert (c.d, c.N, c.task, c.steps, c.batch_size, c.ffn_dim, c.lr, c.betas, c.weight_decay, c.warmup_fraction) == (
+    assert (c.d, c.N, c.task, c.steps, c.batch_size, c.ffn_dim, c.lr, c.betas, c.weight_decay) == (
         64,
         16,
         "farthest",
@@ -63,8 +63,9 @@ def test_fig1_paper_grid_is_the_papers() -> None:
         0.01,
         (0.9, 0.95),
         0.0,
-        0.05,
     )
+    # the reference's schedule (presets.paper_recipe): an absolute 5000-step warm-up (5% of 100k) of a 100k schedule
+    assert (c.warmup_steps, c.warmup_fraction, c.schedule_steps, c.layer_init) == (5_000, 0.0, 100_000, "copies")
 
 
 def test_posn_and_figN_paper_settings() -> None:
