@@ -35,13 +35,27 @@ import numpy.typing as npt
 import torch
 
 from experiments.models.attention import RankedMultiheadAttention
-from experiments.tasks import AveragingBaseline, LeastSquaresBaseline, LinearRegressionTask, estimate_task_error
+from experiments.tasks import AveragingBaseline, LeastSquaresBaseline, LinearRegressionTask, Task, estimate_task_error
 from experiments.training.run_precision import IMPORT_RECORD, load_run_model, model_dtype
 from theory.bounds import rank_lower_bound
 from theory.monte_carlo import DEFAULT_Z, MeanAccumulator
 from theory.validation import check_array, check_int
 
 FloatArray = npt.NDArray[np.float64]
+
+
+def fresh_error_estimate(model: torch.nn.Module, task: Task, n_samples: int, seed: int) -> Any:
+    """The model's Monte Carlo error on ``n_samples`` fresh samples of ``task`` (sampler seeded with ``seed``), on the
+    model's own device and in its own precision (a float64 import is scored in float64)."""
+    return estimate_task_error(
+        model,
+        task,
+        n_samples,
+        torch.Generator().manual_seed(seed),
+        batch_size=8192,
+        device=next(model.parameters()).device,
+        dtype=model_dtype(model),
+    )
 
 
 def angle_to_identity(M: Any) -> float:
@@ -149,16 +163,7 @@ def trained_vs_bound(
     n_samples = check_int("n_samples", n_samples, minimum=2)
     if not theorem2_applicable(config):
         raise ValueError("trained_vs_bound needs a one-layer run on task nearest with N = 2 and orthonormal keys")
-    device = next(model.parameters()).device
-    estimate = estimate_task_error(
-        model,
-        task,
-        n_samples,
-        torch.Generator().manual_seed(seed),
-        batch_size=8192,
-        device=device,
-        dtype=model_dtype(model),
-    )
+    estimate = fresh_error_estimate(model, task, n_samples, seed)
     H = config.heads
     bound = rank_lower_bound(config.d, config.rank, H)
     upper = estimate.mean + DEFAULT_Z * estimate.stderr
@@ -237,16 +242,7 @@ def task_error(task: Any, model: torch.nn.Module, n_samples: int = 100_000, seed
         dict: task, error (mean), error_stderr, n_samples, seed.
     """
     n_samples = check_int("n_samples", n_samples, minimum=2)
-    device = next(model.parameters()).device
-    estimate = estimate_task_error(
-        model,
-        task,
-        n_samples,
-        torch.Generator().manual_seed(seed),
-        batch_size=8192,
-        device=device,
-        dtype=model_dtype(model),
-    )
+    estimate = fresh_error_estimate(model, task, n_samples, seed)
     return {
         "task": task.name,
         "error": estimate.mean,
