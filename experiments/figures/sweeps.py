@@ -67,6 +67,11 @@ def parameter_line(records: Sequence[Record]) -> str:
     steps, batch = _values(records, "steps"), _values(records, "batch_size")
     if steps:
         parts.append(f"{_joined(steps)} steps" + (f" x {_joined(batch)}" if batch else ""))
+    schedule, warmup = _values(records, "schedule_steps"), _values(records, "warmup_steps")
+    if schedule and schedule != [0]:  # shown only when set, so reports of earlier stores read as before
+        parts.append(f"of a {_joined(schedule)}-step schedule")
+    if warmup and warmup != [0]:
+        parts.append(f"warm-up {_joined(warmup)} steps")
     lr = _values(records, "lr")
     if lr:
         parts.append(f"lr {_joined(lr)}")
@@ -76,6 +81,8 @@ def parameter_line(records: Sequence[Record]) -> str:
     temperature = _values(records, "temperature")
     if temperature and temperature != [1.0]:
         parts.append(f"score temperature {_joined(temperature)}")
+    if "copies" in _values(records, "layer_init"):
+        parts.append(f"layers start as {_joined(_values(records, 'layer_init'))}")
     seeds = len(_values(records, "seed"))
     if seeds:
         parts.append(f"{seeds} seed{'s' if seeds != 1 else ''}")

@@ -57,3 +57,14 @@ def test_only_selects_runs_and_refuses_what_selects_nothing() -> None:
         select_runs(runs, {"layer": 1})
     with pytest.raises(ValueError, match="only is layers=7, which matches none of the 8 runs"):
         select_runs(runs, {"layers": 7})
+
+
+def test_reports_show_the_schedule_only_where_a_run_names_it() -> None:
+    from experiments.figures.sweeps import parameter_line
+
+    named = [{"d": 64, "steps": 20_000, "schedule_steps": 100_000, "warmup_steps": 5000, "layer_init": "copies"}]
+    assert "20000 steps, of a 100000-step schedule, warm-up 5000 steps" in parameter_line(named)
+    assert "layers start as copies" in parameter_line(named)
+    plain = [{"d": 16, "steps": 3000, "schedule_steps": 0, "warmup_steps": 0, "layer_init": "independent"}]
+    assert "schedule" not in parameter_line(plain) and "warm-up" not in parameter_line(plain)
+    assert "layers start" not in parameter_line(plain)
