@@ -19,7 +19,8 @@ Importing models trained elsewhere (docs/import.md):
     import_reference_encoder(path, out_dir, num_heads=..., task=...)                  reference encoder -> run dir
     reference_state_from_encoder(encoder, prefix)                                     our encoder -> reference layout
 Training and sweeping:
-    TrainConfig, train(config, out_dir), train_batched(configs), load_trained_model(out_dir)
+    TrainConfig, train(config, out_dir), train_batched(configs), load_trained_model(out_dir) (in the run's recorded
+    precision: a float64 import comes back float64)
     PRESETS, run_sweep(preset, scale, out)
 """
 
@@ -39,7 +40,7 @@ from experiments.sweeps.presets import PRESETS
 from experiments.sweeps.runner import run_sweep
 from experiments.training.imported_run import import_reference_encoder
 from experiments.training.loop import train, train_batched
-from experiments.training.run import load_trained_model
+from experiments.training.run_precision import load_run_model as load_trained_model
 from theory.bounds import BoundInterval, full_rank_error, min_heads, rank_lower_bound
 
 __version__ = package_version()

@@ -23,6 +23,7 @@ from experiments.config import TrainConfig
 from experiments.tasks import Task
 from experiments.training.checkpoints import load_checkpoint
 from experiments.training.run import load_trained_model
+from theory.validation import check_existing_dir
 
 IMPORT_RECORD = "import.json"
 """The provenance file of an imported run directory (`experiments.training.imported_run`)."""
@@ -64,8 +65,9 @@ def load_run_model(out_dir: str | Path, device: str = "cpu") -> tuple[TrainConfi
     A float32 run is returned as `load_trained_model` gives it. A float64 one is converted to float64 and its
     verified checkpoint loaded again, so no weight passes through float32.
     """
+    out_dir = check_existing_dir("out_dir", out_dir)  # a path that is no run directory is named, whatever its type
     dtype = run_dtype(out_dir)
-    config, task, model = load_trained_model(Path(out_dir), device)
+    config, task, model = load_trained_model(out_dir, device)
     if dtype != torch.float32:
         state = load_checkpoint(Path(out_dir) / "checkpoint.pt")  # digest and fields verified, as the first load
         model.to(dtype).load_state_dict(state["model"])

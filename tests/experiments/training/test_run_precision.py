@@ -33,6 +33,14 @@ def test_an_import_keeps_the_files_precision_and_its_weights_bit_for_bit(tmp_pat
     assert torch.equal(model.network.layers[0].norm1.scale.detach(), scale)  # no float32 on the way
 
 
+def test_the_public_load_trained_model_keeps_the_runs_precision(tmp_path: Path) -> None:
+    import attnrank
+
+    run = _imported(tmp_path, torch.float64)
+    _, _, model = attnrank.load_trained_model(run)
+    assert {p.dtype for p in model.parameters()} == {torch.float64}
+
+
 def test_a_run_without_a_record_is_float32_and_a_damaged_record_is_refused(tmp_path: Path) -> None:
     assert run_dtype(tmp_path) == torch.float32
     record = tmp_path / IMPORT_RECORD
