@@ -1,0 +1,69 @@
+"""Write every preset's resolved run specs and metadata as JSON (the reference for the preset-equivalence test).
+
+Run before a change that must not alter what any preset means (issue 31's move of the presets into one module per
+figure): ``python scripts/record_preset_specs.py tests/experiments/sweeps/data/preset_specs.json``. The test
+(`tests/experiments/sweeps/test_preset_equivalence.py`) rebuilds the same description from the current code and
+compares it with the recorded file entry by entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from experiments.config import LATER_FIELDS
+from experiments.sweeps.claims import CLAIMS, SCALING_RULES
+from experiments.sweeps.presets import PRESETS, spec_kind
+
+
+def full_spec_digest(spec: dict[str, Any]) -> str:
+    """sha256 of every field of a spec, execution knobs (device, checkpoint_every, ...) included, unlike
+    ``config_hash``: two specs with equal digests are the same run, trained and checkpointed the same way."""
+    # Fields added after a store was written are left out at their defaults (as config_hash does), so adding a new
+    # field with a default that keeps old behaviour leaves every digest unchanged.
+    kept = {k: v for k, v in spec.items() if not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
+    text = json.dumps(kept, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def describe_presets() -> dict[str, Any]:
+    """Preset name -> metadata, paper numbers, claim, scaling rules and, per scale, each run's "kind:digest"."""
+    described: dict[str, Any] = {}
+    for name, preset in sorted(PRESETS.items()):
+        claim = CLAIMS.get(name)
+        described[name] = {
+            "description": preset.description,
+            "figure": preset.figure,
+            "claim": preset.claim,
+            "expected": dict(preset.expected),
+            "paper": [{"label": p.label, "value": list(p.value), "where": dict(p.where)} for p in preset.paper],
+            "claim_rules": None
+            if claim is None
+            else {"statement": claim.statement, "magnitude": claim.magnitude, "direction": claim.direction},
+            "scaling_rules": [
+                {**asdict(rule), "worse": dict(rule.worse), "better": dict(rule.better)}
+                for rule in SCALING_RULES.get(name, ())
+            ],
+            "scales": {
+                scale: [f"{spec_kind(s)}:{full_spec_digest(s.to_dict())}" for s in preset.runs(scale)]
+                for scale in preset.scales
+            },
+        }
+    return described
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python scripts/record_preset_specs.py OUT.json", file=sys.stderr)
+        return 2
+    text = json.dumps(describe_presets(), sort_keys=True, indent=1)
+    Path(argv[0]).write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
