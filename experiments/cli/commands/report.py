@@ -1,4 +1,8 @@
-"""`attnrank report DIR`: DIR/report.md with one PNG per figure and our numbers beside the paper's."""
+"""`attnrank report DIR`: DIR/report.md with one PNG per figure and our numbers beside the paper's.
+
+`attnrank report --index DIR` writes the generated part of DIR/README.md instead: the index of the committed stores
+under DIR (`experiments.reporting.results_index`).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from pathlib import Path
 
 from experiments.cli.arguments import check_output_file, path_argument
 from experiments.cli.output import emit
+from experiments.reporting.results_index import README_NAME, write_index
 from experiments.reporting.run_report import is_run_directory, write_run_report
 from experiments.reporting.sweep_report import CSV_NAME, tightness_bands, write_csv, write_report
 
@@ -30,11 +35,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also write DIR/runs.csv: one tidy row per run (config, seed, metrics, status)",
     )
+    parser.add_argument(
+        "--index",
+        action="store_true",
+        help="DIR is a results folder (results/): rewrite the generated index between the marker comments of "
+        "DIR/README.md from every committed DIR/<store>/results.sqlite (preset, scale, runs, claim grades, numbers, "
+        "training and wall time, revisions), leaving the hand-written rest of the file as it is",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.index:
+        return run_index(args)
     if not args.out.is_dir():
         raise ValueError(f"DIR: sweep directory not found: {args.out}")
     check_output_file(args.out / "report.md", "DIR")
@@ -57,4 +71,16 @@ def run(args: argparse.Namespace) -> int:
     emit(summary, as_json=args.json, title=None if args.json else "report written")
     if bands and not args.json:
         print("\n".join(bands))
+    return 0
+
+
+def run_index(args: argparse.Namespace) -> int:
+    """`attnrank report --index DIR`: the generated part of DIR/README.md (the committed stores' index)."""
+    if args.csv:
+        raise ValueError("--csv applies to a sweep directory, not to --index (a results folder)")
+    if not args.out.is_dir():
+        raise ValueError(f"DIR: results folder not found: {args.out}")
+    check_output_file(args.out / README_NAME, "DIR")
+    readme, stores = write_index(args.out)
+    emit({"index": str(readme), "stores": stores}, as_json=args.json, title=None if args.json else "index written")
     return 0
