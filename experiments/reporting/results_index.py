@@ -30,7 +30,6 @@ from pathlib import Path
 from experiments.reporting.scaling_report import claim_records
 from experiments.reporting.sweep_report import sweep_records
 from experiments.sweeps.claims import CLAIMS, SCALING_RULES, judge
-from experiments.sweeps.presets import LONG
 from experiments.sweeps.scaling_verdicts import scaling_verdict
 from experiments.sweeps.store import ResultsStore
 
@@ -38,6 +37,9 @@ STORE_NAME = "results.sqlite"
 README_NAME = "README.md"
 BEGIN = "<!-- BEGIN GENERATED RESULTS INDEX: written by `attnrank report --index`; edit outside the markers -->"
 END = "<!-- END GENERATED RESULTS INDEX -->"
+
+LONG_SCALE = "long"
+"""The scale whose sweeps the report judges on each d's largest budget and grades along a ladder (docs/scaling.md)."""
 
 SITTING_GAP = 600.0
 """Seconds between one run's end and the next run's start beyond which a resumed sweep's next sitting begins."""
@@ -144,10 +146,10 @@ def _sweep_entry(store: ResultsStore, preset: str, scale: str) -> SweepEntry:
     statuses: dict[str, int] = {}
     for r in records:
         statuses[r["status"]] = statuses.get(r["status"], 0) + 1
-    judged = claim_records(records) if scale == LONG else records  # what the sweep report judges
+    judged = claim_records(records) if scale == LONG_SCALE else records  # what the sweep report judges
     verdict = judge(preset, judged) if preset in CLAIMS else None
     scaling: list[tuple[str, str, str]] = []
-    if scale == LONG:
+    if scale == LONG_SCALE:
         for rule in SCALING_RULES.get(preset, ()):
             found = scaling_verdict(rule, records)
             top = f"{found.budgets[-1][1].value.upper()} at {found.budgets[-1][0]:,} steps" if found.budgets else "-"
