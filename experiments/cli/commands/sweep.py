@@ -41,7 +41,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--scale",
         default="quick",
-        help="quick (1-6 minutes per preset on 2 CPU cores), cpu (up to 45 minutes per preset), paper (GPU hours)",
+        help="quick (sized for a few minutes per preset on 2 CPU cores), cpu (sized for at most 45 minutes per preset "
+        "with 2 workers; measured times in results/README.md), paper (GPU hours)",
     )
     parser.add_argument("--out", required=True, type=path_argument, help="sweep directory")
     parser.add_argument("--backend", default="local", choices=BACKENDS, help="default %(default)s")
