@@ -36,8 +36,8 @@ from typing import Any
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 BASELINE = "b725318"
-ADDED_SINCE_BASELINE = {"depth": "depth_construction_arms"}
-"""preset -> the presets.py function whose runs were added after BASELINE (the depth preset's 36 starting-point arms,
+ADDED_SINCE_BASELINE = {"depth": ("experiments.sweeps.studies.depth", "depth_construction_arms")}
+"""preset -> (module, function) whose runs were added after BASELINE (the depth preset's 36 starting-point arms,
 issue 18): the new code's sweep runs without them, so both sweeps train the same runs (checked: equal run counts)."""
 
 
@@ -76,7 +76,7 @@ def _sweep(code: Path, preset: str, scale: str, workers: int, out: Path, extra: 
         # Same grid as the old code: the preset function that adds the new runs returns none (see ADDED_SINCE_BASELINE).
         launcher = [
             "-c",
-            f"import experiments.sweeps.presets as p; p.{dropped} = lambda *a, **k: []; "
+            f"import {dropped[0]} as p; p.{dropped[1]} = lambda *a, **k: []; "
             "from experiments.cli.main import main; import sys; raise SystemExit(main(sys.argv[1:]))",
         ]
     command = [

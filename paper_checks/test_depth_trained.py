@@ -31,7 +31,8 @@ import torch
 
 from experiments.config import TrainConfig
 from experiments.sweeps.backends import train_configs
-from experiments.sweeps.claims import Grade, depth_trained
+from experiments.sweeps.grading import Grade
+from experiments.sweeps.studies.depth import depth_trained
 from experiments.tasks import estimate_task_error
 from experiments.training.run import load_trained_model
 from theory.bounds import rank_lower_bound

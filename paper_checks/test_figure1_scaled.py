@@ -39,7 +39,8 @@ import torch
 from experiments.analysis.trained import analyze_layer, attention_layers
 from experiments.config import TrainConfig
 from experiments.sweeps.backends import train_configs
-from experiments.sweeps.claims import Grade, fig1
+from experiments.sweeps.grading import Grade
+from experiments.sweeps.studies.fig1 import fig1
 from experiments.tasks import estimate_task_error
 from experiments.training.run import build_run, load_trained_model
 

@@ -33,16 +33,13 @@ from pathlib import Path
 import pytest
 
 from experiments.reporting.sweep_report import sweep_records, write_report
-from experiments.sweeps.claims import (
-    Grade,
-    Verdict,
-    concat_helps_deep_low_rank,
-    error_grows_with_n,
-    fig1,
-    higher_rank_better,
-)
+from experiments.sweeps.grading import Grade, Verdict
 from experiments.sweeps.runner import run_sweep, store_path
 from experiments.sweeps.store import ResultsStore
+from experiments.sweeps.studies.fig1 import fig1
+from experiments.sweeps.studies.fig_n import error_grows_with_n
+from experiments.sweeps.studies.icl import higher_rank_better
+from experiments.sweeps.studies.posn import concat_helps_deep_low_rank
 
 
 def _sweep(preset: str, out: Path) -> list[dict]:

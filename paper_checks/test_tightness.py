@@ -30,8 +30,9 @@ import pytest
 
 from constructions.random_rank_heads import fit_least_squares_heads, fresh_error, sample_rank_heads
 from experiments.reporting.sweep_report import sweep_records
-from experiments.sweeps.claims import Grade, tightness_band
+from experiments.sweeps.grading import Grade
 from experiments.sweeps.store import ResultsStore
+from experiments.sweeps.studies.tightness import tightness_band
 from theory.bounds import rank_lower_bound
 
 STORE = Path(__file__).resolve().parent.parent / "results" / "tightness-cpu" / "results.sqlite"

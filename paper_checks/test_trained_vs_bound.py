@@ -29,7 +29,7 @@ from experiments.analysis.trained import trained_vs_bound
 from experiments.config import TrainConfig
 from experiments.figures.trained import plot_trained_vs_bound
 from experiments.sweeps.backends import train_configs
-from experiments.sweeps.claims import no_model_beats_bound
+from experiments.sweeps.studies.bound_vs_trained import no_model_beats_bound
 from experiments.training.run import load_trained_model
 from theory.bounds import rank_lower_bound
 

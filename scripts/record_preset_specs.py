@@ -8,29 +8,42 @@ compares it with the recorded file entry by entry.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sys
-from dataclasses import asdict
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from experiments.config import LATER_FIELDS
+from experiments.config import TrainConfig
 from experiments.sweeps.claims import CLAIMS, SCALING_RULES
-from experiments.sweeps.presets import PRESETS, spec_kind
+from experiments.sweeps.presets import PRESETS
+
+try:  # after the per-figure move
+    from experiments.sweeps.run_specs import spec_kind
+except ImportError:  # the code as it stood before it (where the reference was recorded)
+    from experiments.sweeps.presets import spec_kind  # type: ignore[attr-defined,no-redef]
+
+TRAIN_DEFAULTS = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
 
 
-def full_spec_digest(spec: dict[str, Any]) -> str:
+def full_spec_digest(spec: dict[str, Any], known_fields: Collection[str] | None = None) -> str:
     """sha256 of every field of a spec, execution knobs (device, checkpoint_every, ...) included, unlike
-    ``config_hash``: two specs with equal digests are the same run, trained and checkpointed the same way."""
-    # Fields added after a store was written are left out at their defaults (as config_hash does), so adding a new
-    # field with a default that keeps old behaviour leaves every digest unchanged.
-    kept = {k: v for k, v in spec.items() if not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
+    ``config_hash``: two specs with equal digests are the same run, trained and checkpointed the same way.
+
+    ``known_fields``: the TrainConfig fields of the recording; a field added since is left out while it holds its
+    default (a new option that keeps old behaviour changes no digest; one set to anything else does)."""
+    kept = {
+        k: v
+        for k, v in spec.items()
+        if known_fields is None or k in known_fields or k not in TRAIN_DEFAULTS or v != TRAIN_DEFAULTS[k]
+    }
     text = json.dumps(kept, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def describe_presets() -> dict[str, Any]:
+def describe_presets(known_fields: Collection[str] | None = None) -> dict[str, Any]:
     """Preset name -> metadata, paper numbers, claim, scaling rules and, per scale, each run's "kind:digest"."""
     described: dict[str, Any] = {}
     for name, preset in sorted(PRESETS.items()):
@@ -45,11 +58,14 @@ def describe_presets() -> dict[str, Any]:
             if claim is None
             else {"statement": claim.statement, "magnitude": claim.magnitude, "direction": claim.direction},
             "scaling_rules": [
-                {**asdict(rule), "worse": dict(rule.worse), "better": dict(rule.better)}
+                {
+                    f.name: dict(getattr(rule, f.name)) if f.name in ("worse", "better") else getattr(rule, f.name)
+                    for f in dataclasses.fields(rule)
+                }
                 for rule in SCALING_RULES.get(name, ())
             ],
             "scales": {
-                scale: [f"{spec_kind(s)}:{full_spec_digest(s.to_dict())}" for s in preset.runs(scale)]
+                scale: [f"{spec_kind(s)}:{full_spec_digest(s.to_dict(), known_fields)}" for s in preset.runs(scale)]
                 for scale in preset.scales
             },
         }
@@ -60,7 +76,8 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python scripts/record_preset_specs.py OUT.json", file=sys.stderr)
         return 2
-    text = json.dumps(describe_presets(), sort_keys=True, indent=1)
+    recording = {"train_fields": sorted(TRAIN_DEFAULTS), "presets": describe_presets()}
+    text = json.dumps(recording, sort_keys=True, indent=1)
     Path(argv[0]).write_text(text + "\n", encoding="utf-8")
     return 0
 

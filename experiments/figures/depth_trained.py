@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments.analysis.best_seed import Record
-from experiments.sweeps.claims import depth_fresh_error, depth_heads
+from experiments.sweeps.studies.depth import depth_fresh_error, depth_heads
 from theory.bounds import rank_lower_bound
 from theory.majority_vote_error import majority_vote_error
 from theory.monte_carlo import DEFAULT_Z

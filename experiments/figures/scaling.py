@@ -19,7 +19,7 @@ import numpy as np
 from experiments.analysis.best_seed import Record
 from experiments.analysis.compute_scaling import PAPER_SAMPLES, samples_seen
 from experiments.figures.sweeps import plain_log_labels
-from experiments.sweeps.claims import matches
+from experiments.sweeps.grading import matches
 from experiments.sweeps.scaling_verdicts import ScalingVerdict
 
 _COLOURS = {"worse": "tab:red", "better": "tab:blue"}

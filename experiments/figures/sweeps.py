@@ -31,8 +31,9 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 from experiments.analysis.best_seed import Record
 from experiments.figures.depth_trained import plot_depth_trained
 from experiments.figures.trained import plot_trained_vs_bound
-from experiments.sweeps.claims import paper_plateau, seed_spread
-from experiments.sweeps.presets import PaperNumber
+from experiments.sweeps.grading import seed_spread
+from experiments.sweeps.preset_kit import PaperNumber
+from experiments.sweeps.studies.random_features import paper_plateau
 
 PAPER_D = 64
 """The paper's dimension for Figure 1 and its appendices (docs/paper.md section 6)."""

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from experiments.analysis.best_seed import Record
-from experiments.sweeps.claims import DEPTH_ARM_TARGET
+from experiments.sweeps.studies.depth import DEPTH_ARM_TARGET
 from theory.monte_carlo import DEFAULT_Z
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from experiments.analysis.best_seed import Record
 from experiments.analysis.compute_scaling import PAPER_SAMPLES, PROJECTION_LIMIT, SCALING_INTERVAL
 from experiments.figures.scaling import plot_scaling
-from experiments.sweeps.claims import SCALING_RULES, fig1, judge
+from experiments.sweeps.claims import CLAIMS, SCALING_RULES, judge
 from experiments.sweeps.scaling_verdicts import ScalingVerdict, scaling_verdict
 
 PAPER_TEMPERATURE = 1.0
@@ -73,8 +73,8 @@ def _temperature_lines(preset: str, records: Sequence[Record]) -> list[str]:
             for t in sorted(temperatures_by_budget[(d, steps)])
         }
         judges = [("claim", lambda rs: judge(preset, rs))]
-        if preset == "fig1":
-            judges.append(("fig1 rule at L = 3", lambda rs: fig1(rs, layers=3)))
+        claim = CLAIMS.get(preset)
+        judges += [] if claim is None else list(claim.extra_judges)  # the figure's own further rules (fig1: at L = 3)
         for name, rule in judges:
             verdicts = {t: rule(rs) for t, rs in subsets.items()}
             if any(v is None for v in verdicts.values()) or {1.0, 128.0} - set(verdicts):

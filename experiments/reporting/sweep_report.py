@@ -20,7 +20,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,10 +31,14 @@ from experiments.figures.sweeps import DRAWS_PAPER_NUMBERS, FIGURES, parameter_l
 from experiments.reporting.construction_arms_report import construction_arms_lines
 from experiments.reporting.scaling_report import claim_records, scaling_section
 from experiments.reporting.tightness_report import band_lines, tightness_section
-from experiments.sweeps.claims import CLAIMS, RANDOM_FEATURES_TOLERANCE, Grade, Verdict, judge
-from experiments.sweeps.presets import GPU, LONG, PaperNumber, get_preset, rank_class, spec_from_record
+from experiments.sweeps.claims import CLAIMS, judge
+from experiments.sweeps.grading import Grade, Verdict
+from experiments.sweeps.preset_kit import GPU, LONG, PaperNumber, rank_class
+from experiments.sweeps.presets import get_preset
+from experiments.sweeps.run_specs import spec_from_record
 from experiments.sweeps.runner import RUNS_DIR, store_path
 from experiments.sweeps.store import ResultsStore
+from experiments.sweeps.studies.random_features import RANDOM_FEATURES_TOLERANCE
 
 CELL_FACTOR = 1.25
 """Stated tolerance of a training-loss cell: the paper's values are read off log-scale figures, so a value within a
@@ -44,6 +48,12 @@ CELL_ABSOLUTE = RANDOM_FEATURES_TOLERANCE
 """Stated tolerance of a random-feature cell (an error level, not a loss ratio): +-0.03 around our spread over draws."""
 
 CSV_NAME = "runs.csv"
+
+EXTRA_SECTIONS: dict[str, Callable[[Sequence[Record], Path, str], tuple[list[str], list[Path]]]] = {
+    "tightness-bands": tightness_section,
+}
+"""Report sections a preset may ask for beyond the ones every sweep gets (`Preset.report_sections`): name ->
+``(records, out, scale) -> (markdown lines, figures written)``."""
 
 
 def sweep_records(store: ResultsStore, preset: str, scale: str) -> list[dict[str, Any]]:
@@ -240,8 +250,8 @@ def sweep_section(
         figure(records, out / name, f"{preset_name} ({scale})", **extra)
         figures.append(out / name)
         lines += [f"![{preset_name} {scale}]({name})", "", f"Figure: [{name}]({name}).", ""]
-    if preset_name == "tightness":  # its band tables and one figure per d (experiments.reporting.tightness_report)
-        extra_lines, drawn = tightness_section(records, out, scale)
+    for section in preset.report_sections:  # the figure's own sections (tightness: its band tables, a figure per d)
+        extra_lines, drawn = EXTRA_SECTIONS[section](records, out, scale)
         lines += extra_lines
         figures += drawn
     verdict = judge(preset_name, records)
@@ -344,7 +354,7 @@ def tightness_bands(out: Path | str) -> list[str]:
     lines: list[str] = []
     with _open_store(Path(out)) as store:
         for preset_name, scale in store.sweeps():
-            if preset_name == "tightness":
+            if "tightness-bands" in get_preset(preset_name).report_sections:
                 lines += band_lines(sweep_records(store, preset_name, scale), scale)
     return lines
 

@@ -28,7 +28,7 @@ from constructions.random_features import prefix_errors, sample_heads
 from experiments.analysis.trained import theorem2_applicable, trained_vs_bound
 from experiments.config import TrainConfig, TrainResult
 from experiments.json_files import write_json
-from experiments.sweeps.presets import RandomFeaturesSpec, spec_from_record
+from experiments.sweeps.run_specs import RandomFeaturesSpec, spec_from_record
 from experiments.sweeps.solve_least_squares import solve_least_squares_heads
 from experiments.sweeps.work import RunBatch, RunOutcome, RunPack, RunTask, WorkItem
 from experiments.tasks import estimate_task_error

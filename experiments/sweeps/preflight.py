@@ -34,7 +34,9 @@ from typing import Any
 from experiments.config import TrainConfig
 from experiments.sweeps.backends import BACKENDS, check_ray_address
 from experiments.sweeps.grouping import MAX_PACK
-from experiments.sweeps.presets import PRESETS, RandomFeaturesSpec, RunSpec, get_preset, spec_kind, with_overrides
+from experiments.sweeps.preset_kit import with_overrides
+from experiments.sweeps.presets import PRESETS, get_preset
+from experiments.sweeps.run_specs import RandomFeaturesSpec, RunSpec, spec_kind
 from experiments.training.memory import check_memory, training_bytes
 from theory.validation import check_bool, check_choice, check_instance, check_int, check_output_dir
 

@@ -28,7 +28,9 @@ from experiments.config import TrainConfig
 from experiments.sweeps.backends import run_tasks
 from experiments.sweeps.grouping import group_by_seed, group_into_packs
 from experiments.sweeps.preflight import check_sweep_request
-from experiments.sweeps.presets import RunSpec, get_preset, spec_kind, with_overrides
+from experiments.sweeps.preset_kit import with_overrides
+from experiments.sweeps.presets import get_preset
+from experiments.sweeps.run_specs import RunSpec, spec_kind
 from experiments.sweeps.store import DONE_STATUSES, ResultsStore, StoreError
 from experiments.sweeps.work import RunTask
 from experiments.training.progress import Progress

@@ -27,7 +27,7 @@ from experiments.analysis.compute_scaling import (
     finished_points,
     fit_power_law,
 )
-from experiments.sweeps.claims import Grade, ScalingRule, Verdict, matches, scaling_rule_at_budget
+from experiments.sweeps.grading import Grade, ScalingRule, Verdict, matches, scaling_rule_at_budget
 
 
 def _holds(rule: ScalingRule, worse: np.ndarray, better: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ from experiments.analysis.construction_arms import (
 )
 from experiments.config import TrainConfig
 from experiments.reporting.construction_arms_report import construction_arms_lines
-from experiments.sweeps.claims import DEPTH_ARM_TARGET, depth_trained
+from experiments.sweeps.studies.depth import DEPTH_ARM_TARGET, depth_trained
 from theory.bounds import full_rank_error
 from theory.majority_vote_error import majority_vote_error
 

@@ -18,7 +18,8 @@ from experiments.figures.sweeps import (
     plot_fig1,
     plot_icl,
 )
-from experiments.sweeps.presets import PaperNumber, get_preset
+from experiments.sweeps.preset_kit import PaperNumber
+from experiments.sweeps.presets import get_preset
 
 
 def _run(rank: int, seed: int, loss: float, **k: object) -> dict:

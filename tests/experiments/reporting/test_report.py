@@ -12,8 +12,10 @@ import pytest
 from experiments.cli.main import main
 from experiments.config import TrainConfig
 from experiments.reporting.sweep_report import CSV_NAME, compare, write_report
-from experiments.sweeps.claims import Grade
-from experiments.sweeps.presets import PaperNumber, get_preset, spec_kind
+from experiments.sweeps.grading import Grade
+from experiments.sweeps.preset_kit import PaperNumber
+from experiments.sweeps.presets import get_preset
+from experiments.sweeps.run_specs import spec_kind
 from experiments.sweeps.runner import store_path
 from experiments.sweeps.store import ResultsStore
 

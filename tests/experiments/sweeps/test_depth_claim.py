@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from experiments.sweeps.claims import CLAIMS, Grade, depth_heads, depth_trained
+from experiments.sweeps.claims import CLAIMS
+from experiments.sweeps.grading import Grade
+from experiments.sweeps.studies.depth import depth_heads, depth_trained
 from theory.bounds import rank_lower_bound
 
 D, P = 8, 8

@@ -19,7 +19,8 @@ from experiments.config import TrainConfig
 from experiments.models.factory import build_model
 from experiments.sweeps.grouping import MAX_PACK
 from experiments.sweeps.preflight import WORKER_BYTES, check_sweep_request, runs_in_flight, sweep_bytes
-from experiments.sweeps.presets import RandomFeaturesSpec, get_preset
+from experiments.sweeps.presets import get_preset
+from experiments.sweeps.run_specs import RandomFeaturesSpec
 from experiments.sweeps.runner import run_sweep
 from experiments.tasks import make_task
 from experiments.training.memory import training_bytes

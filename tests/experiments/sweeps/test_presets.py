@@ -7,17 +7,11 @@ import json
 import pytest
 
 from experiments.config import TrainConfig
-from experiments.sweeps.presets import (
-    DEPTH_INIT_P,
-    GPU_STEPS,
-    PRESETS,
-    SCALES,
-    RandomFeaturesSpec,
-    divisors_pow2,
-    get_preset,
-    spec_from_record,
-    spec_kind,
-)
+from experiments.sweeps.preset_kit import SCALES, divisors_pow2
+from experiments.sweeps.presets import PRESETS, get_preset
+from experiments.sweeps.run_specs import RandomFeaturesSpec, spec_from_record, spec_kind
+from experiments.sweeps.studies import module_of
+from experiments.sweeps.studies.depth import DEPTH_INIT_P
 
 PAPER_PRESETS = (
     "fig1",
@@ -168,7 +162,9 @@ def test_gpu_scale_is_the_paper_scale_s_deciding_cells_with_fewer_steps(name: st
     gpu = _train_configs(name, "gpu")
     assert gpu and all(json.dumps({k: v for k, v in c.to_dict().items() if k not in strip}, sort_keys=True) in paper
                        for c in gpu)  # fmt: skip
-    assert {c.steps for c in gpu} == {GPU_STEPS[name]} and all(c.checkpoint_every == c.steps // 10 for c in gpu)
+    assert {c.steps for c in gpu} == {module_of(name).GPU_STEPS} and all(
+        c.checkpoint_every == c.steps // 10 for c in gpu
+    )
     assert {c.seed for c in gpu} == {0, 1}
     assert len({c.rank for c in gpu}) == 2 or {c.positional for c in gpu} == {"none", "concat"}
 
@@ -178,7 +174,8 @@ def test_conjecture6_long_temperature_control_twins_the_ladder_at_20k() -> None:
     the scaling rules (stated for the ladder) never read them."""
     from dataclasses import replace
 
-    from experiments.sweeps.claims import SCALING_RULES, matches
+    from experiments.sweeps.claims import SCALING_RULES
+    from experiments.sweeps.grading import matches
 
     specs = [s for s in get_preset("conjecture6").runs("long") if isinstance(s, TrainConfig)]
     control = [s for s in specs if s.temperature == 1.0]
