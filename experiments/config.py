@@ -27,7 +27,17 @@ LAYER_INITS = ("independent", "copies")
 """How the encoder's L layers start: each drawn on its own, or all copies of one drawn layer (the reference's
 ``nn.TransformerEncoder`` deep-copies the layer it is given, so its layers start equal)."""
 """Task names (`experiments.tasks.make_task` accepts exactly these)."""
-EXECUTION_FIELDS = ("device", "checkpoint_every")
+SAMPLERS = ("cpu", "device")
+"""Where a run's training batches are drawn: on the CPU in float64 from a CPU generator (the bitwise-reproducible
+stream of every earlier run), or on the run's device in float32 from a generator on that device
+(`experiments.tasks.Task.sample_device`; same distribution, another stream)."""
+MATMUL_PRECISIONS = ("highest", "high")
+"""``torch.set_float32_matmul_precision`` during a run: "highest" = full fp32 products, "high" = TF32 on GPUs that
+have it (10-bit mantissa inputs, fp32 accumulation); recorded in the config and its hash."""
+CAPTURES = ("none", "graph", "compile")
+"""How a CUDA run replays its training step: eagerly, as one CUDA graph captured with ``torch.cuda.graph``, or through
+``torch.compile(mode="reduce-overhead")``. Only active on CUDA (a CPU run steps eagerly whatever it says)."""
+EXECUTION_FIELDS = ("device", "checkpoint_every", "capture")
 """Fields that do not change a run's result and are left out of :meth:`TrainConfig.config_hash`."""
 LATER_FIELDS = {
     "embed_dim": 0,
@@ -39,6 +49,8 @@ LATER_FIELDS = {
     "warmup_steps": 0,
     "schedule_steps": 0,
     "layer_init": "independent",
+    "sampler": "cpu",
+    "matmul_precision": "highest",
 }
 """Fields added after 0.1.0, hashed only when they differ from these defaults (so 0.1.0 result stores still match)."""
 CURRICULUM_FIELDS = ("curriculum_dims_increment", "curriculum_points_increment", "curriculum_interval")
@@ -194,6 +206,9 @@ class TrainConfig:
     warmup_steps: int = 0
     schedule_steps: int = 0
     layer_init: str = "independent"
+    sampler: str = "cpu"
+    matmul_precision: str = "highest"
+    capture: str = "none"
 
     def __post_init__(self) -> None:
         check_choice("task", self.task, TASKS)
@@ -275,6 +290,31 @@ class TrainConfig:
             raise ValueError(f"layer_init must be 'independent' unless model is 'encoder', got {self.layer_init!r}")
         self._check_curriculum()
         self._check_construction_init()
+        self._check_step_path()
+
+    def _check_step_path(self) -> None:
+        """ValueError naming the field unless sampler, matmul_precision and capture are known and fit the run.
+
+        The device sampler draws nearest, farthest and icl batches (the biased target is computed by numpy). A
+        captured step replays fixed shapes, so it excludes a curriculum (whose batches change shape) and the
+        ``compile`` flag (which compiles the model alone).
+        """
+        check_choice("sampler", self.sampler, SAMPLERS)
+        check_choice("matmul_precision", self.matmul_precision, MATMUL_PRECISIONS)
+        check_choice("capture", self.capture, CAPTURES)
+        if self.sampler == "device" and self.task == "biased":
+            raise ValueError(
+                "sampler must be 'cpu' for the biased task (its target is computed by numpy), got 'device'"
+            )
+        if self.capture != "none" and self.compile:
+            raise ValueError(
+                f"capture must be 'none' when compile is set (compile compiles the model alone, capture the whole "
+                f"step), got {self.capture!r}"
+            )
+        if self.capture != "none" and self.curriculum is not None:
+            raise ValueError(
+                f"capture must be 'none' for a curriculum run (its batches change shape), got {self.capture!r}"
+            )
 
     def _check_schedule(self) -> None:
         """ValueError naming the field unless the warm-up and the schedule's length fit together.

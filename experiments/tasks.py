@@ -14,7 +14,11 @@ Tasks (docs/paper.md sections 1, 4 and 6):
   active dimensions and pairs in early stages; evaluation always draws the full task (:meth:`Task.sample`).
 
 Every task draws its batches on the CPU in float64 (targets are decided in float64, so argmax ties are those of the
-exact data) and hands them out as float32; the same generator state gives the same batch on every machine.
+exact data) and hands them out as float32; the same generator state gives the same batch on every machine. The
+device sampler (:meth:`Task.sample_device`, ``TrainConfig.sampler = "device"``) draws the same distributions where the
+model lives, from a generator on that device, in float32: the points are float32 from the start and the targets are
+decided in float64 on those float32 points (the gram and score matrices, a few kFLOP per sample), so an argmin/argmax
+picks exactly the point the model's own inputs make nearest or farthest. Its stream differs from the CPU sampler's.
 
 Error conventions (the per-sample value whose batch mean is the training loss):
 
@@ -52,6 +56,26 @@ def check_torch_generator(generator: Any, *, name: str = "generator") -> torch.G
             f"{name} must be a CPU torch.Generator (batches are drawn on the CPU), got device {generator.device}"
         )
     return generator
+
+
+def check_any_generator(generator: Any, *, name: str = "generator") -> torch.Generator:
+    """A ``torch.Generator`` on any device (the device sampler draws where its generator lives)."""
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(
+            f"{name} must be a torch.Generator (e.g. torch.Generator('cuda').manual_seed(0)), "
+            f"got {type(generator).__name__}"
+        )
+    return generator
+
+
+def sample_sphere32(shape: tuple[int, ...], d: int, generator: torch.Generator) -> torch.Tensor:
+    """Uniform points on S^{d-1} in float32 on the generator's device: normalised float32 standard Gaussians.
+
+    Returns:
+        (*shape, d) float32 tensor of unit rows on ``generator.device``.
+    """
+    gaussian = torch.randn((*shape, d), generator=generator, dtype=torch.float32, device=generator.device)
+    return gaussian / torch.linalg.vector_norm(gaussian, dim=-1, keepdim=True)  # (*shape, d)
 
 
 def sample_sphere(shape: tuple[int, ...], d: int, generator: torch.Generator) -> torch.Tensor:
@@ -167,6 +191,10 @@ class Task:
         """Draw a fresh float64 batch on the CPU."""
         raise NotImplementedError
 
+    def sample_device(self, batch_size: int, generator: torch.Generator) -> Batch:
+        """Draw a fresh float32 batch on ``generator.device`` (the device sampler; module docstring)."""
+        raise ValueError(f"task {self.name!r} has no device sampler; use sampler 'cpu'")
+
     def at_step(self, step: int) -> Task:
         """The task whose batches training step ``step`` (0-based) draws: this task, unless a curriculum is on.
 
@@ -220,6 +248,24 @@ class NearestTask(Task):
         tokens = torch.cat([X, y[:, None, :]], dim=1)  # (B, N + 1, d)
         return Batch(tokens=tokens, target=nearest_neighbor(X, y), context=X, query=y)
 
+    def sample_device(self, batch_size: int, generator: torch.Generator) -> Batch:
+        batch_size = check_int("batch_size", batch_size, minimum=1)
+        generator = check_any_generator(generator)
+        if self.keys == "orthonormal":
+            gaussian = torch.randn(
+                (batch_size, self.d, self.N), generator=generator, dtype=torch.float32, device=generator.device
+            )  # (B, d, N)
+            q, r = torch.linalg.qr(gaussian)  # q (B, d, N), r (B, N, N)
+            signs = torch.where(torch.diagonal(r, dim1=1, dim2=2) < 0, -1.0, 1.0)  # (B, N)
+            X = (q * signs[:, None, :]).transpose(1, 2).contiguous()  # (B, N, d)
+        else:
+            X = sample_sphere32((batch_size, self.N), self.d, generator)  # (B, N, d)
+        y = sample_sphere32((batch_size,), self.d, generator)  # (B, d)
+        scores = torch.einsum("nid,nd->ni", X.double(), y.double())  # (B, N), exact for the float32 points
+        target = X[torch.arange(batch_size, device=X.device), torch.argmax(scores, dim=1)]  # (B, d)
+        tokens = torch.cat([X, y[:, None, :]], dim=1)  # (B, N + 1, d)
+        return Batch(tokens=tokens, target=target, context=X, query=y)
+
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "keys": self.keys}
 
@@ -234,6 +280,15 @@ class FarthestTask(Task):
         generator = check_torch_generator(generator)
         X = sample_sphere((batch_size, self.N), self.d, generator)  # (B, N, d)
         return Batch(tokens=X, target=farthest_point(X), context=X)
+
+    def sample_device(self, batch_size: int, generator: torch.Generator) -> Batch:
+        batch_size = check_int("batch_size", batch_size, minimum=1)
+        generator = check_any_generator(generator)
+        X = sample_sphere32((batch_size, self.N), self.d, generator)  # (B, N, d) float32
+        gram = torch.einsum("nid,njd->nij", X.double(), X.double())  # (B, N, N), exact for the float32 points
+        index = torch.argmin(gram, dim=2)  # (B, N)
+        target = X[torch.arange(batch_size, device=X.device)[:, None], index]  # (B, N, d)
+        return Batch(tokens=X, target=target, context=X)
 
 
 class BiasedTask(Task):
@@ -337,6 +392,21 @@ class LinearRegressionTask(Task):
             X[:, :, self.active_dims :] = 0.0
             w[:, self.active_dims :] = 0.0
         y = torch.einsum("bnd,bd->bn", X, w)  # (B, N)
+        y_tokens = torch.zeros_like(X)  # (B, N, d)
+        y_tokens[:, :, 0] = y
+        tokens = torch.stack([X, y_tokens], dim=2).reshape(batch_size, 2 * self.N, self.d)  # (B, 2N, d) interleaved
+        return Batch(tokens=tokens, target=y, context=X, aux=w)
+
+    def sample_device(self, batch_size: int, generator: torch.Generator) -> Batch:
+        batch_size = check_int("batch_size", batch_size, minimum=1)
+        generator = check_any_generator(generator)
+        where = generator.device
+        X = torch.randn((batch_size, self.N, self.d), generator=generator, dtype=torch.float32, device=where)  # (B,N,d)
+        w = torch.randn((batch_size, self.d), generator=generator, dtype=torch.float32, device=where)  # (B, d)
+        if self.active_dims < self.d:
+            X[:, :, self.active_dims :] = 0.0
+            w[:, self.active_dims :] = 0.0
+        y = torch.einsum("bnd,bd->bn", X, w)  # (B, N) float32 (no decision rests on it)
         y_tokens = torch.zeros_like(X)  # (B, N, d)
         y_tokens[:, :, 0] = y
         tokens = torch.stack([X, y_tokens], dim=2).reshape(batch_size, 2 * self.N, self.d)  # (B, 2N, d) interleaved
@@ -455,3 +525,17 @@ def make_task(name: str, d: int, N: int, keys: str = "orthonormal", curriculum: 
     if name == "biased":
         return BiasedTask(d, N, keys)
     return LinearRegressionTask(d, N, curriculum=curriculum)
+
+
+def draw_batch(task: Task, batch_size: int, generator: torch.Generator, sampler: str, device: torch.device) -> Batch:
+    """One training batch of ``task`` on ``device`` in float32, drawn by ``sampler`` (`experiments.config.SAMPLERS`).
+
+    "cpu": :meth:`Task.sample` on the CPU in float64 from a CPU generator, then moved and cast (the reproducible
+    stream); "device": :meth:`Task.sample_device` from a generator that lives on ``device`` (nothing crosses from
+    the host).
+    """
+    if sampler == "device":
+        if generator.device.type != device.type:
+            raise ValueError(f"the device sampler's generator is on {generator.device}, the run on {device}")
+        return task.sample_device(batch_size, generator)
+    return task.sample(batch_size, generator).to(device)

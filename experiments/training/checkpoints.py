@@ -1,6 +1,10 @@
 """Checkpoints that resume a run exactly, and are checked rather than trusted when read back.
 
-A checkpoint holds model, optimiser, schedule, step, config, every RNG state and the open epoch's statistics.
+A checkpoint holds model, optimiser, schedule, step, config, every RNG state and the open epoch's statistics. The
+sampler's state is that of the run's batch generator, on the CPU or (``sampler = "device"``) on the run's device, so
+either path resumes exactly. The optimiser and schedule are saved in the default AdamW's form (learning rates as
+floats, step counts on the CPU; `training.schedule.portable_optimizer_state`), so a run resumes under another AdamW
+implementation (fused, capturable) or on another device.
 
 File format (version 2): the bytes of one ``torch.save`` dictionary (loadable with ``weights_only=True``) followed by
 a fixed-length trailer line ``\\nattnrank-checkpoint-sha256 <64 hex digits>\\n`` holding the sha256 of every byte
@@ -36,6 +40,7 @@ import torch
 
 from experiments.config import EXECUTION_FIELDS, TrainConfig
 from experiments.json_files import atomic_write_bytes
+from experiments.training.schedule import load_optimizer_state, portable_optimizer_state, portable_scheduler_state
 
 CHECKPOINT_VERSION = 2
 """Format written now: payload + sha256 trailer. Version 1 (no trailer) is read with a warning."""
@@ -158,8 +163,8 @@ def save_checkpoint(
         "config_hash": config.config_hash(),
         "step": step,
         "model": model.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "scheduler": scheduler.state_dict(),
+        "optimizer": portable_optimizer_state(optimizer),  # resumable under any AdamW implementation
+        "scheduler": portable_scheduler_state(scheduler),
         "rng": {"sampler": sampler.get_state(), "torch": torch.get_rng_state(), "numpy": numpy_rng_state()},
         "stats": stats,
     }
@@ -341,7 +346,7 @@ def restore_checkpoint(
     check_stats(path, state["stats"], state["step"], config)  # an extension's statistics must fit the new run too
     try:
         model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
+        load_optimizer_state(optimizer, state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         sampler.set_state(state["rng"]["sampler"])
         torch.set_rng_state(state["rng"]["torch"])

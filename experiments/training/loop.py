@@ -48,7 +48,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from experiments.config import TrainConfig, TrainResult
 from experiments.json_files import atomic_write_bytes, write_json
 from experiments.models.attention import use_implementation
-from experiments.tasks import Batch, Task
+from experiments.tasks import Batch, Task, draw_batch
 from experiments.training.arguments import check_batched_configs, check_train_arguments
 from experiments.training.checkpoints import (
     check_resumable,
@@ -59,7 +59,8 @@ from experiments.training.checkpoints import (
 from experiments.training.progress import DEFAULT_INTERVAL, Progress
 from experiments.training.provenance import provenance
 from experiments.training.run import build_run, read_config_file, resolve_device, sampler_generator
-from experiments.training.schedule import make_optimizer
+from experiments.training.schedule import make_optimizer, optimizer_kind, scheduled_lr
+from experiments.training.step_capture import Stepper, describe_step_path, make_stepper, matmul_precision
 
 METRICS_HEADER = ("step", "loss", "lr", "time")
 
@@ -71,8 +72,10 @@ class TrainedModels(Protocol):
 
     parameters: list[torch.Tensor]
 
-    def draw(self, task: Task, batch_size: int, samplers: list[torch.Generator], device: torch.device) -> Any:
-        """Each run's next batch, from its own sampler, in the form `losses` takes."""
+    def draw(
+        self, task: Task, batch_size: int, samplers: list[torch.Generator], device: torch.device, sampler: str = "cpu"
+    ) -> Any:
+        """Each run's next batch, from its own generator by the ``sampler`` path, in the form `losses` takes."""
         ...
 
     def losses(self, batches: Any) -> torch.Tensor:
@@ -80,9 +83,11 @@ class TrainedModels(Protocol):
         ...
 
 
-def draw_each(task: Task, batch_size: int, samplers: list[torch.Generator], device: torch.device) -> list[Batch]:
-    """One batch per run, drawn from that run's sampler, on ``device`` (float32)."""
-    return [task.sample(batch_size, g).to(device) for g in samplers]
+def draw_each(
+    task: Task, batch_size: int, samplers: list[torch.Generator], device: torch.device, sampler: str = "cpu"
+) -> list[Batch]:
+    """One batch per run, drawn from that run's generator, on ``device`` (float32; `tasks.draw_batch`)."""
+    return [draw_batch(task, batch_size, g, sampler, device) for g in samplers]
 
 
 class SingleModel:
@@ -206,6 +211,11 @@ class Training:
     step: int = 0
     elapsed_before: float = 0.0  # seconds of training before this process (resumed runs)
     started: float = field(default_factory=time.perf_counter)
+    stepper: Stepper | None = None  # forward, backward and AdamW step (`step_capture.make_stepper`); None = eager
+
+    def __post_init__(self) -> None:
+        if self.stepper is None:
+            self.stepper = make_stepper(self.config, self.device, self.models, self.optimizer)
 
     def elapsed(self) -> float:
         """Seconds of training so far, earlier processes included."""
@@ -214,15 +224,15 @@ class Training:
     def optimizer_step(self) -> tuple[torch.Tensor, float]:
         """Draw each run's batch, take one AdamW step on the summed losses; the (K,) losses and the lr used."""
         # A curriculum (icl) trains step s on an easier stage of the task; the model and its loss are the task's own.
-        batches = self.models.draw(self.task.at_step(self.step), self.config.batch_size, self.samplers, self.device)
-        losses = self.models.losses(batches)  # (K,)
-        self.optimizer.zero_grad(set_to_none=True)
-        losses.sum().backward()
-        lr_used = self.optimizer.param_groups[0]["lr"]
-        self.optimizer.step()
+        task = self.task.at_step(self.step)
+        batches = self.models.draw(task, self.config.batch_size, self.samplers, self.device, self.config.sampler)
+        lr = self.optimizer.param_groups[0]["lr"]
+        lr_used = scheduled_lr(self.scheduler) if isinstance(lr, torch.Tensor) else lr  # never read back from a GPU
+        assert self.stepper is not None
+        losses = self.stepper(batches)  # (K,) detached, after backward and the AdamW step
         self.scheduler.step()
         self.step += 1
-        return losses.detach(), lr_used
+        return losses, lr_used
 
 
 class LoopHooks:
@@ -401,8 +411,8 @@ def start_or_resume(config: TrainConfig, files: RunDirectory) -> tuple[Training,
     _begin_extension(files, config)
     device = resolve_device(config.device)
     task, model = build_run(config, device)
-    optimizer, scheduler = make_optimizer(model.parameters(), config)
-    sampler = sampler_generator(config.seed)
+    optimizer, scheduler = make_optimizer(model.parameters(), config, optimizer_kind(config, device))
+    sampler = sampler_generator(config.seed, config.sampler, device)
     models = SingleModel(model, task, config, device)
     stats = EpochStatistics.fresh(1, device, graded_from=task.full_task_from)
     training = Training(config, task, models, [sampler], optimizer, scheduler, stats, device)
@@ -484,9 +494,26 @@ def train(
     finished = finished_result(files, config)
     if finished is not None:
         return finished
+    with matmul_precision(config.matmul_precision):
+        return _train_in(config, files, progress, progress_interval)
+
+
+def run_record(config: TrainConfig, training: Training) -> dict[str, Any]:
+    """config.json of a run: its config, hash, provenance, device and the step path it really uses."""
+    kind = optimizer_kind(config, training.device)
+    return {
+        "config": config.to_dict(),
+        "config_hash": config.config_hash(),
+        **provenance(),
+        "device": str(training.device),
+        "step_path": describe_step_path(config, training.device, kind),
+    }
+
+
+def _train_in(config: TrainConfig, files: RunDirectory, progress: bool, progress_interval: float) -> TrainResult:
+    """`train` after its checks, under the run's matmul precision."""
     training, model = start_or_resume(config, files)
-    record = {"config": config.to_dict(), "config_hash": config.config_hash(), **provenance()}
-    write_json(files.config, {**record, "device": str(training.device)})
+    write_json(files.config, run_record(config, training))
     bar = Progress(
         config.steps,
         initial=training.step,
@@ -532,14 +559,20 @@ def train_batched(configs: Sequence[TrainConfig]) -> list[TrainResult]:
     """
     configs = check_batched_configs(configs)
     check_batchable(configs)
+    with matmul_precision(configs[0].matmul_precision):
+        return _train_batched_in(configs)
+
+
+def _train_batched_in(configs: list[TrainConfig]) -> list[TrainResult]:
+    """`train_batched` after its checks, under the runs' matmul precision."""
     first = configs[0]
     device = resolve_device(first.device)
     runs = [build_run(c, device) for c in configs]
     task = runs[0][0]
     models = [model.train() for _, model in runs]
     stacked = StackedModels(models, task)
-    optimizer, scheduler = make_optimizer(stacked.parameters, first)
-    samplers = [sampler_generator(c.seed) for c in configs]
+    optimizer, scheduler = make_optimizer(stacked.parameters, first, optimizer_kind(first, device))
+    samplers = [sampler_generator(c.seed, c.sampler, device) for c in configs]
     stats = EpochStatistics.fresh(len(configs), device, graded_from=task.full_task_from)
     training = Training(first, task, stacked, samplers, optimizer, scheduler, stats, device)
     run_loop(training, LoopHooks(), check_every_step=False)

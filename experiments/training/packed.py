@@ -34,7 +34,7 @@ from experiments.config import TrainConfig, TrainResult
 from experiments.json_files import write_json
 from experiments.models.packed import PackedNetwork, pack_models
 from experiments.packing import pack_signature, packing_refusal
-from experiments.tasks import Batch, Task
+from experiments.tasks import Batch, Task, draw_batch
 from experiments.training.checkpoints import remove_stale_temporaries, save_checkpoint
 from experiments.training.loop import (
     EpochStatistics,
@@ -43,11 +43,18 @@ from experiments.training.loop import (
     Training,
     finished_result,
     run_loop,
+    run_record,
     start_or_resume,
 )
 from experiments.training.progress import DEFAULT_INTERVAL, Progress
-from experiments.training.provenance import provenance
-from experiments.training.schedule import make_optimizer
+from experiments.training.schedule import (
+    load_optimizer_state,
+    make_optimizer,
+    optimizer_kind,
+    portable_optimizer_state,
+    portable_scheduler_state,
+)
+from experiments.training.step_capture import matmul_precision
 
 ADAM_MOMENTS = ("exp_avg", "exp_avg_sq")
 
@@ -74,9 +81,18 @@ def check_packable(configs: Sequence[TrainConfig]) -> None:
         raise ValueError("configs of one pack must be distinct runs (two have the same config hash)")
 
 
-def draw_packed(task: Task, batch_size: int, samplers: list[torch.Generator], device: torch.device) -> Batch:
-    """Each run's next batch from its own sampler, stacked: every field (K, B, ...) float32 on ``device``."""
-    batches = [task.sample(batch_size, g) for g in samplers]
+def draw_packed(
+    task: Task, batch_size: int, samplers: list[torch.Generator], device: torch.device, sampler: str = "cpu"
+) -> Batch:
+    """Each run's next batch from its own generator, stacked: every field (K, B, ...) float32 on ``device``.
+
+    sampler "cpu": drawn on the CPU in float64, stacked there and moved once; "device": drawn on ``device`` from
+    generators that live there (`tasks.draw_batch`), stacked there.
+    """
+    if sampler == "device":
+        batches = [draw_batch(task, batch_size, g, sampler, device) for g in samplers]
+    else:
+        batches = [task.sample(batch_size, g) for g in samplers]
 
     def stacked(name: str) -> torch.Tensor | None:
         values = [getattr(b, name) for b in batches]
@@ -181,14 +197,14 @@ class PackHooks(LoopHooks):
 
     def save(self, training: Training) -> None:
         stats = training.stats
-        optimizer_state = training.optimizer.state_dict()
-        scheduler_state = training.scheduler.state_dict()
+        optimizer_state = portable_optimizer_state(training.optimizer)
+        scheduler_state = portable_scheduler_state(training.scheduler)
         for k, member in enumerate(self.members):
             if stats.diverged[k]:
                 continue  # its last finite checkpoint stays
             own = member.training
             member.model.load_state_dict(self.network.state_dict_of(k))
-            own.optimizer.load_state_dict(unpack_optimizer_state(optimizer_state, k))
+            load_optimizer_state(own.optimizer, unpack_optimizer_state(optimizer_state, k))
             own.scheduler.load_state_dict(scheduler_state)
             save_checkpoint(
                 member.files.checkpoint,
@@ -213,10 +229,11 @@ def _pack_members(members: list[PackMember], bar: Progress) -> list[TrainResult]
     first = members[0].training
     configs = [m.config for m in members]
     network = pack_models([m.model for m in members], configs, first.task)
-    optimizer, scheduler = make_optimizer(network.parameters, configs[0])
+    optimizer, scheduler = make_optimizer(network.parameters, configs[0], optimizer_kind(configs[0], first.device))
     if first.step > 0:
-        optimizer.load_state_dict(pack_optimizer_state([m.training.optimizer.state_dict() for m in members]))
-        scheduler.load_state_dict(first.scheduler.state_dict())
+        states = [portable_optimizer_state(m.training.optimizer) for m in members]
+        load_optimizer_state(optimizer, pack_optimizer_state(states))
+        scheduler.load_state_dict(portable_scheduler_state(first.scheduler))
     stats = EpochStatistics.fresh(len(members), first.device, graded_from=first.task.full_task_from)
     for k, member in enumerate(members):
         own = member.training.stats
@@ -272,6 +289,14 @@ def train_packed(
     """
     configs = list(configs)
     check_packable(configs)
+    with matmul_precision(configs[0].matmul_precision):
+        return _train_packed_in(configs, out_dirs, progress, progress_interval)
+
+
+def _train_packed_in(
+    configs: list[TrainConfig], out_dirs: Sequence[Path | str], progress: bool, progress_interval: float
+) -> list[TrainResult]:
+    """`train_packed` after its checks, under the pack's matmul precision."""
     dirs = [Path(d) for d in out_dirs]
     if len(dirs) != len(configs):
         raise ValueError(f"out_dirs must hold one directory per config ({len(configs)}), got {len(dirs)}")
@@ -288,8 +313,7 @@ def train_packed(
             results[index] = finished
             continue
         training, model = start_or_resume(config, files)
-        record = {"config": config.to_dict(), "config_hash": config.config_hash(), **provenance()}
-        write_json(files.config, {**record, "device": str(training.device)})
+        write_json(files.config, run_record(config, training))
         model.train()
         waiting.setdefault(training.step, []).append((index, PackMember(config, files, training, model)))
     remaining = sum(configs[0].steps - step for step in waiting)  # pack steps: each advances all of its runs

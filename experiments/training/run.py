@@ -28,8 +28,15 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def sampler_generator(seed: int) -> torch.Generator:
-    """The task sampler's generator for a run seed (model initialisation uses the seed itself)."""
+def sampler_generator(seed: int, sampler: str = "cpu", device: torch.device | None = None) -> torch.Generator:
+    """The task sampler's generator for a run seed (model initialisation uses the seed itself).
+
+    sampler "cpu" (`experiments.config.SAMPLERS`): a CPU generator, whatever the run's device; "device": a generator
+    on ``device`` (the run's), seeded alike. Its state is saved in every checkpoint and restored on resume.
+    """
+    if sampler == "device":
+        where = torch.device("cpu") if device is None else device
+        return torch.Generator(device=where).manual_seed(seed + SAMPLER_SEED_OFFSET)
     return torch.Generator().manual_seed(seed + SAMPLER_SEED_OFFSET)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
 
 import torch
 
@@ -30,22 +31,117 @@ def lr_factor(step: int, steps: int, warmup: int) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * (step - warmup) / remaining))
 
 
+OPTIMIZER_KINDS = ("default", "fused", "capturable")
+"""AdamW implementations: torch's default (for-each on a list of tensors; every CPU run, and every run of sampler
+"cpu" without capture), "fused" (one kernel per step on a GPU) and "capturable" (its step counts and learning rate
+live on the GPU as tensors, so a CUDA graph can replay the step; the schedule writes the learning rate tensor in
+place, with no read-back)."""
+
+
+def optimizer_kind(config: TrainConfig, device: torch.device) -> str:
+    """The AdamW implementation of a run on ``device`` (`OPTIMIZER_KINDS`): on CUDA, "capturable" for a step captured
+    as a CUDA graph, "fused" for the other device-path runs (device sampler, or compile capture); else "default"."""
+    if device.type != "cuda":
+        return "default"
+    if config.capture == "graph":
+        return "capturable"
+    if config.capture == "compile" or config.sampler == "device":
+        return "fused"
+    return "default"
+
+
 def make_optimizer(
-    parameters: Iterable[torch.Tensor], config: TrainConfig
+    parameters: Iterable[torch.Tensor], config: TrainConfig, kind: str = "default"
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     """AdamW over ``parameters`` with the config's hyper-parameters and the warm-up + cosine schedule (LambdaLR).
 
     Args:
         parameters: the tensors to train (one model's, or the stacked parameters of seed-batched models).
         config: lr, betas, weight_decay and the schedule (`TrainConfig.schedule_length`, `warmup_length`).
+        kind: the AdamW implementation (`OPTIMIZER_KINDS`, `optimizer_kind`); "capturable" holds the learning rate
+            as a float32 tensor on the parameters' device (the scheduler fills it in place each step).
 
     Returns:
         (optimizer, scheduler); call ``scheduler.step()`` after every ``optimizer.step()``.
     """
-    optimizer = torch.optim.AdamW(list(parameters), lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
+    if kind not in OPTIMIZER_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(map(repr, OPTIMIZER_KINDS))}, got {kind!r}")
+    tensors = list(parameters)
+    options: dict[str, Any] = {}
+    if kind == "fused":
+        options["fused"] = True
+    elif kind == "capturable":
+        options.update(capturable=True, foreach=True)
+    optimizer = torch.optim.AdamW(
+        tensors, lr=config.lr, betas=config.betas, weight_decay=config.weight_decay, **options
+    )
     steps, warmup = config.schedule_length, config.warmup_length
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, steps, warmup))
+    if kind == "capturable":  # after the scheduler's first step, so initial_lr and base_lrs stay Python floats
+        for group in optimizer.param_groups:
+            group["lr"] = torch.tensor(group["lr"], dtype=torch.float32, device=tensors[0].device)
     return optimizer, scheduler
+
+
+def scheduled_lr(scheduler: torch.optim.lr_scheduler.LRScheduler) -> float:
+    """The learning rate the next optimiser step uses, as the scheduler computed it (a Python float, never read back
+    from a device tensor)."""
+    return float(scheduler.base_lrs[0]) * scheduler.lr_lambdas[0](scheduler.last_epoch)  # type: ignore[attr-defined]
+
+
+def _number(value: Any) -> Any:
+    return float(value) if isinstance(value, torch.Tensor) else value
+
+
+def portable_optimizer_state(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    """The optimiser's state dict in the form the default AdamW writes (learning rates as floats, step counts as CPU
+    float32 tensors, no fused / capturable flags), so a checkpoint resumes under any `OPTIMIZER_KINDS`."""
+    state = optimizer.state_dict()
+    groups = []
+    for original in state["param_groups"]:
+        group = dict(original)  # same keys, same order
+        group["lr"] = _number(original["lr"])
+        if "initial_lr" in group:
+            group["initial_lr"] = _number(group["initial_lr"])
+        group["capturable"], group["fused"] = False, None
+        if "foreach" in group:
+            group["foreach"] = None
+        groups.append(group)
+    entries = {}
+    for index, entry in state["state"].items():
+        entries[index] = {
+            key: value.detach().to("cpu", torch.float32) if key == "step" and torch.is_tensor(value) else value
+            for key, value in entry.items()
+        }
+    return {"state": entries, "param_groups": groups}
+
+
+def portable_scheduler_state(scheduler: torch.optim.lr_scheduler.LRScheduler) -> dict[str, Any]:
+    """The scheduler's state dict with every learning rate a Python float (`portable_optimizer_state`)."""
+    state = scheduler.state_dict()
+    for key in ("base_lrs", "_last_lr"):
+        if key in state:
+            state[key] = [_number(v) for v in state[key]]
+    return state
+
+
+def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
+    """Load a state dict (portable or not) into ``optimizer`` keeping its own implementation: its fused / capturable
+    / foreach flags stay, a tensor learning rate is filled in place, and step counts move where it keeps them."""
+    own = [{k: g.get(k) for k in ("capturable", "fused", "foreach")} for g in optimizer.param_groups]
+    rates = [g["lr"] for g in optimizer.param_groups]
+    optimizer.load_state_dict(state)
+    for group, flags, rate in zip(optimizer.param_groups, own, rates, strict=True):
+        group.update(flags)
+        if isinstance(rate, torch.Tensor):
+            rate.fill_(_number(group["lr"]))
+            group["lr"] = rate
+        on_device = bool(flags["capturable"] or flags["fused"])
+        for parameter in group["params"]:
+            entry = optimizer.state.get(parameter)
+            if entry and torch.is_tensor(entry.get("step")):
+                where = parameter.device if on_device else torch.device("cpu")
+                entry["step"] = entry["step"].to(where, torch.float32)
 
 
 INIT_STEP_WARNING = 1e-2

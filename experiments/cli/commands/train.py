@@ -18,10 +18,13 @@ from experiments.cli.arguments import (
 from experiments.cli.output import emit, warn
 from experiments.config import (
     ATTENTIONS,
+    CAPTURES,
     KEY_KINDS,
     LAYER_INITS,
+    MATMUL_PRECISIONS,
     MODELS,
     POSITIONALS,
+    SAMPLERS,
     TASKS,
     VALUES,
     TrainConfig,
@@ -113,6 +116,25 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", default=d.device, help="auto (CUDA when present, else CPU), cpu, cuda, cuda:K")
     parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
     parser.add_argument("--compile", action="store_true", help="torch.compile the model")
+    parser.add_argument(
+        "--sampler",
+        default=d.sampler,
+        help=f"{' | '.join(SAMPLERS)}: draw batches on the CPU in float64 (the reproducible stream) or on the run's "
+        "device in float32 from a generator there (same distribution, another stream; nothing crosses from the "
+        "host) (default %(default)s)",
+    )
+    parser.add_argument(
+        "--matmul-precision",
+        default=d.matmul_precision,
+        help=f"{' | '.join(MATMUL_PRECISIONS)}: float32 matmuls in full precision, or TF32 on GPUs that have it; "
+        "recorded with the run (default %(default)s)",
+    )
+    parser.add_argument(
+        "--capture",
+        default=d.capture,
+        help=f"{' | '.join(CAPTURES)}: on CUDA, replay the whole training step as one CUDA graph (graph) or through "
+        "torch.compile(mode='reduce-overhead') (compile); ignored elsewhere (default %(default)s)",
+    )
     parser.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every, help="default %(default)s")
     parser.add_argument(
         "--log-every", type=int, default=d.log_every, help="steps per epoch/metrics row (default %(default)s)"

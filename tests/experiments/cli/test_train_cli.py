@@ -56,6 +56,11 @@ def test_train_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         (["--warmup-steps", "5"], "--warmup-steps must be < the schedule's length 2"),
         (["--layer-init", "tied"], "--layer-init must be one of 'independent', 'copies', got 'tied'"),
         (["--model", "theory", "--layer-init", "copies"], "--layer-init must be 'independent' unless model"),
+        (["--sampler", "gpu"], "--sampler must be one of 'cpu', 'device', got 'gpu'"),
+        (["--matmul-precision", "tf32"], "--matmul-precision must be one of 'highest', 'high', got 'tf32'"),
+        (["--capture", "yes"], "--capture must be one of 'none', 'graph', 'compile', got 'yes'"),
+        (["--task", "biased", "--N", "2", "--sampler", "device"], "--sampler must be 'cpu' for the biased task"),
+        (["--capture", "graph", "--compile"], "--capture must be 'none' when compile is set"),
     ],
 )
 def test_bad_combinations_exit_2_with_one_line(
@@ -349,3 +354,15 @@ def test_init_construction_recipe_from_the_command_line(tmp_path: Path, capsys: 
     status, _, stderr = run_cli([*base, "--rank", "4", "--init", "construction:full-rank", "--out", str(out)], capsys)
     assert status == 2 and len(stderr.strip().splitlines()) == 1 and "init" in stderr and "rank = 8" in stderr
     assert not out.exists()
+
+
+def test_device_path_flags_are_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--sampler device --matmul-precision high --capture graph on the CPU: trained, recorded (capture inactive)."""
+    flags = ["--sampler", "device", "--matmul-precision", "high", "--capture", "graph", "--json"]
+    status, out, _ = run_cli(
+        ["train", *TINY_ARGS, "--steps", "4", "--log-every", "2", *flags, "--out", str(tmp_path)], capsys
+    )
+    assert status == 0 and json.loads(out)["steps"] == 4
+    record = json.loads((tmp_path / "config.json").read_text())
+    assert (record["config"]["sampler"], record["config"]["matmul_precision"]) == ("device", "high")
+    assert record["step_path"]["capture"] == "none" and record["step_path"]["matmul_precision"] == "high"
