@@ -13,8 +13,8 @@ Per run, from its sweep record (spec fields merged with metrics) and its run dir
   (`theory.majority_vote_error.majority_vote_error`; one draw of directions differs from it by about 5%,
   constructions/majority_vote.py ``PREDICTION_SCOPE``);
 - **steps to target**: 0 when the start is at or below the target error (mean + 4 s.e.), else the last step of the
-  first epoch whose mean training loss (``metrics.csv``) is at or below it; None when never reached; unknown when the
-  run directory is absent (the committed stores keep only the results database);
+  first epoch whose mean training loss (``metrics.csv``, else the store's ``curves.csv``) is at or below it; None when
+  never reached; unknown when neither holds the run's curve;
 - **first and highest epoch loss** (``metrics.csv``): whether the first optimiser steps leave the construction;
 - **final**: the run's fresh Monte Carlo error after training (`experiments.sweeps.execute`'s ``error`` or
   ``theorem2`` metrics), and its best epoch loss.
@@ -24,7 +24,6 @@ This module loads torch (through the evaluation); `attnrank report` imports it o
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.analysis.best_seed import Record
+from experiments.analysis.run_curves import CURVES_NAME, run_curve
 from experiments.config import TrainConfig
 from experiments.training.evaluation import evaluate_run
 from theory.bounds import full_rank_error
@@ -128,34 +128,11 @@ def start_error(config: TrainConfig) -> tuple[float, float]:
     return float(estimate["mse"]), float(estimate["stderr"])
 
 
-def epoch_curve(metrics_csv: Path) -> tuple[list[tuple[int, float]] | None, str]:
-    """The (step, epoch-mean training loss) rows of a run's metrics.csv, checked.
-
-    Args:
-        metrics_csv: ``<run_dir>/metrics.csv`` (columns step, loss, ...; one row per epoch).
-
-    Returns:
-        (rows, "") or (None, why) when the file is absent or malformed (why names the file and the fields).
-    """
-    if not metrics_csv.is_file():
-        return None, f"no {metrics_csv.name} (run directory absent)"
-    try:
-        with metrics_csv.open(newline="", encoding="utf-8") as stream:
-            rows = list(csv.DictReader(stream))
-        curve = [(int(row["step"]), float(row["loss"])) for row in rows]
-    except (OSError, UnicodeDecodeError, csv.Error, KeyError, TypeError, ValueError) as exc:
-        return None, f"{metrics_csv}: unreadable ({type(exc).__name__}: fields step, loss expected)"
-    steps = [s for s, _ in curve]
-    if not curve or any(s < 1 for s in steps) or steps != sorted(set(steps)):
-        return None, f"{metrics_csv}: field step must be increasing and >= 1"
-    return curve, ""
-
-
 def steps_to_target(curve: Sequence[tuple[int, float]], target: float) -> int | None:
     """The last step of the first epoch whose mean training loss is <= ``target`` (None when none is).
 
     Args:
-        curve: (step, epoch-mean loss) rows in step order (`epoch_curve`).
+        curve: (step, epoch-mean loss) rows in step order (`experiments.analysis.run_curves.run_curve`).
         target: the error to reach.
     """
     for step, loss in curve:
@@ -175,7 +152,8 @@ def construction_arms(records: Sequence[Record], runs_dir: Path, target: float) 
 
     Args:
         records: sweep records (spec fields merged with metrics; ``hash``, ``status``, ``init`` among them).
-        runs_dir: the sweep's run directories (``<out>/runs``; ``<hash>/metrics.csv`` gives the steps to target).
+        runs_dir: the sweep's run directories (``<out>/runs``; ``<hash>/metrics.csv``, else ``<out>/curves.csv``, gives
+            the steps to target).
         target: the fixed error whose steps are counted (`experiments.sweeps.claims.DEPTH_ARM_TARGET`).
 
     Returns:
@@ -195,7 +173,9 @@ def construction_arms(records: Sequence[Record], runs_dir: Path, target: float) 
         runs = []
         for r, config in sorted(zip(members, configs, strict=True), key=lambda pair: pair[1].seed):
             start, start_se = start_error(config)
-            curve, note = epoch_curve(runs_dir / str(r["hash"]) / "metrics.csv")
+            curve, note, source = run_curve(runs_dir, str(r["hash"]))
+            if source.startswith("re-run"):
+                note = f"curves recovered by re-running the runs ({CURVES_NAME}: {source.split(':')[0]})"
             reached: int | None = -1 if curve is None else steps_to_target(curve, target)
             if start + DEFAULT_Z * start_se <= target:
                 reached = 0

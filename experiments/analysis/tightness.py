@@ -17,11 +17,9 @@ run's spec fields merged with its metrics, `experiments.reporting.sweep_report.s
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -188,16 +186,6 @@ def heads_for_target(cells: Sequence[TightnessCell], eps: float) -> TargetHeads:
         if best is not None and best[0] + DEFAULT_Z * best[1] <= eps:
             reached.append(c.H)
     return TargetHeads(eps, certified, min(reached) if reached else None, max(c.H for c in cells))
-
-
-def read_curve(path: Path) -> Curve | None:
-    """The (step, loss) rows of a metrics.csv, or None when the file is missing or unreadable."""
-    try:
-        with path.open(newline="", encoding="utf-8") as stream:
-            rows = list(csv.DictReader(stream))
-        return [(int(row["step"]), float(row["loss"])) for row in rows]
-    except (OSError, KeyError, ValueError, TypeError):
-        return None
 
 
 def last_quarter_gain(curve: Curve) -> float:

@@ -71,8 +71,12 @@ def construction_arms_lines(records: Sequence[Record], runs_dir: Path) -> list[s
             f"{len(arm.runs)} |"
         )
     lines.append("")
-    if notes:
-        lines += ["Training curves unknown ('?', '-'): " + "; ".join(sorted(notes)) + ".", ""]
+    recovered = sorted(n for n in notes if n.startswith("curves recovered"))
+    unknown = sorted(n for n in notes if not n.startswith("curves recovered"))
+    if unknown:
+        lines += ["Training curves unknown ('?', '-'): " + "; ".join(unknown) + ".", ""]
+    if recovered:
+        lines += ["Training curves: " + "; ".join(recovered) + ".", ""]
     return lines
 
 

@@ -36,6 +36,11 @@ def claim_records(records: Sequence[Record]) -> list[Record]:
     return [r for r in at_top if len(temperatures[r["d"]]) == 1 or float(r["temperature"]) == PAPER_TEMPERATURE]
 
 
+NEGLIGIBLE_AMPLITUDE = 1e-6
+"""A fitted amplitude a at most this times the floor makes a n^-b < 1e-6 of the loss at every n >= 1: the law found
+no power-law term, and the report says so instead of printing the solver's stopping point."""
+
+
 def _fit_text(verdict: ScalingVerdict, cell: str) -> str:
     fit = verdict.fits.get(cell)
     if fit is None:
@@ -43,8 +48,15 @@ def _fit_text(verdict: ScalingVerdict, cell: str) -> str:
     se = [float(v) ** 0.5 if v >= 0 else float("nan") for v in fit.covariance.diagonal()]
     paper = verdict.at_paper.get(cell)
     projected = "" if paper is None else f"; at the paper's budget {paper[0]:.3g} ({paper[1]:.3g} to {paper[2]:.3g})"
+    # An amplitude at its bound (0) is where the solver stopped, not a measurement: its digits differ between
+    # machines (1.06e-11 vs 1.07e-11), so it is printed as what it is.
+    amplitude = (
+        f"a < {NEGLIGIBLE_AMPLITUDE:g} x floor (no n^-b term)"
+        if fit.amplitude <= NEGLIGIBLE_AMPLITUDE * fit.floor
+        else f"a {fit.amplitude:.3g}"
+    )
     return (
-        f"floor {fit.floor:.3g} +- {se[0]:.2g}, a {fit.amplitude:.3g}, b {fit.exponent:.3g} +- {se[2]:.2g} "
+        f"floor {fit.floor:.3g} +- {se[0]:.2g}, {amplitude}, b {fit.exponent:.3g} +- {se[2]:.2g} "
         f"({fit.runs} runs, rms log residual {fit.rms_log_residual:.3f}){projected}"
     )
 

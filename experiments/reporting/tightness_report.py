@@ -1,9 +1,9 @@
 """The tightness preset's part of `attnrank report`: per d, the band table, the ratio's trend, head counts for target
 errors, the plateau evidence and one figure (`experiments.analysis.tightness`, `experiments.figures.tightness`).
 
-Training curves are read from ``DIR/runs/<hash>/metrics.csv`` when the run directories are there (a committed store
-keeps these files, results/tightness-cpu/README.md); without them the curve panel and the last-quarter column stay
-empty and the report says so.
+Training curves are read from ``DIR/runs/<hash>/metrics.csv`` when the run directories are there, else from the
+committed ``DIR/curves.csv`` (`experiments.analysis.run_curves`); without either the curve panel and the last-quarter
+column stay empty and the report says so.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from experiments.analysis.best_seed import Record
+from experiments.analysis.run_curves import CURVES_NAME, run_curve
 from experiments.analysis.tightness import (
     Curve,
     TightnessCell,
     heads_for_target,
     last_quarter_gain,
     ratio_slope,
-    read_curve,
     tightness_cells,
 )
 from experiments.figures.tightness import plot_tightness, plot_tightness_dimension
@@ -38,15 +38,19 @@ def _fmt(value: float | None, digits: int = 4) -> str:
     return f"{value:.{digits}g}"
 
 
-def _curves(records: Sequence[Record], out: Path) -> dict[str, Curve]:
-    curves = {}
+def _curves(records: Sequence[Record], out: Path) -> tuple[dict[str, Curve], set[str]]:
+    """hash -> curve of every train run whose curve is at hand (run directory, else curves.csv), and the sources of
+    the curves that were recovered by re-running (`experiments.analysis.run_curves`)."""
+    curves, recovered = {}, set()
     for record in records:
         key = record.get("hash")
         if record.get("kind") == "train" and isinstance(key, str):
-            curve = read_curve(out / RUNS_DIR / key / "metrics.csv")
+            curve, _, source = run_curve(out / RUNS_DIR, key)
             if curve:
                 curves[key] = curve
-    return curves
+                if source.startswith("re-run"):
+                    recovered.add(source.split(":")[0])
+    return curves, recovered
 
 
 def band_table(cells: Sequence[TightnessCell], curves: dict[str, Curve]) -> list[str]:
@@ -112,7 +116,7 @@ def tightness_section(records: Sequence[Record], out: Path, scale: str) -> tuple
     cells = tightness_cells(records)
     if not cells:
         return ["No finished tightness run yet.", ""], []
-    curves = _curves(records, out)
+    curves, recovered = _curves(records, out)
     overview = plot_tightness(records, out / f"tightness-{scale}.png", f"tightness ({scale})")
     figures = [overview]
     lines = [
@@ -127,7 +131,9 @@ def tightness_section(records: Sequence[Record], out: Path, scale: str) -> tuple
         "",
     ]
     if not curves:
-        lines += ["(No run directories with metrics.csv here: curves and last-quarter gains are not shown.)", ""]
+        lines += [f"(No run directories or {CURVES_NAME} here: curves and last-quarter gains are not shown.)", ""]
+    for source in sorted(recovered):
+        lines += [f"(Curves recovered by re-running the runs, {CURVES_NAME}: {source}.)", ""]
     for d in sorted({c.d for c in cells}):
         mine = [c for c in cells if c.d == d]
         name = f"tightness-{scale}-d{d}.png"

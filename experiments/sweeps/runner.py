@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from experiments.analysis.run_curves import collect_curves
 from experiments.config import TrainConfig
 from experiments.sweeps.backends import run_tasks
 from experiments.sweeps.grouping import group_by_seed, group_into_packs
@@ -263,6 +264,8 @@ def run_sweep(
                     counts["failed"] += 1
                     bar.write(f"run {outcome.key[:12]} failed: {(outcome.error or '').splitlines()[0]}")
                 bar.update(1)
+        # Every curve at hand, finished or not, into <out>/curves.csv: what a report needs once runs/ is gone.
+        collect_curves(out, out / RUNS_DIR, [row.hash for row in store.rows() if row.kind == "train"])
         seconds = time.perf_counter() - started
     executed = len(tasks)
     extra = {} if rebuilt is None else {"restored": rebuilt["restored"], "moved_aside": rebuilt["moved_aside"]}

@@ -10,10 +10,10 @@ import pytest
 
 from experiments.analysis.construction_arms import (
     construction_arms,
-    epoch_curve,
     predicted_start_error,
     steps_to_target,
 )
+from experiments.analysis.run_curves import read_metrics_curve as epoch_curve
 from experiments.config import TrainConfig
 from experiments.reporting.construction_arms_report import construction_arms_lines
 from experiments.sweeps.studies.depth import DEPTH_ARM_TARGET, depth_trained

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from experiments.analysis.run_curves import read_metrics_curve
 from experiments.analysis.tightness import (
     heads_for_target,
     last_quarter_gain,
     ratio_slope,
-    read_curve,
     tightness_cells,
 )
 from theory.bounds import min_heads, rank_lower_bound
@@ -70,7 +70,8 @@ def test_heads_for_target_is_min_heads_and_the_smallest_h_reaching_it() -> None:
 def test_curve_and_last_quarter_gain(tmp_path: Path) -> None:
     path = tmp_path / "metrics.csv"
     path.write_text("step,loss,lr,time\n100,0.5,0.01,1\n200,0.3,0.01,2\n300,0.22,0.01,3\n400,0.2,0.0,4\n")
-    curve = read_curve(path)
+    curve, _ = read_metrics_curve(path)
+    assert curve is not None
     assert curve == [(100, 0.5), (200, 0.3), (300, 0.22), (400, 0.2)]
     assert last_quarter_gain(curve) == pytest.approx((0.22 - 0.2) / 0.2)
-    assert read_curve(tmp_path / "missing.csv") is None
+    assert read_metrics_curve(tmp_path / "missing.csv")[0] is None

@@ -18,6 +18,7 @@ import pytest
 import torch
 
 import experiments.sweeps.execute as execute
+from experiments.analysis.run_curves import CURVES_NAME, load_curves_file, read_metrics_curve
 from experiments.cli.main import main
 from experiments.sweeps.presets import get_preset
 from experiments.sweeps.runner import RUNS_DIR, run_sweep, store_path
@@ -68,6 +69,11 @@ def test_rerun_skips_finished_runs(tmp_path: Path, reference: dict) -> None:
     second = run_sweep("smoke", "quick", out, workers=1, progress=False)
     assert first["finished"] == 6 and second["skipped"] == 6 and second["finished"] == 0
     assert _results(out) == reference  # same configs, same machine: bitwise the same losses
+    # Every run's curve was copied beside the store, exactly, so a report needs no run directory.
+    curves, sources = load_curves_file(out / CURVES_NAME)
+    assert sorted(curves) == sorted(reference) and set(sources.values()) == {"run"}
+    for key, curve in curves.items():
+        assert (curve, "") == read_metrics_curve(out / RUNS_DIR / key / "metrics.csv")
 
 
 def test_kill_and_resume(tmp_path: Path, reference: dict) -> None:
