@@ -1,0 +1,73 @@
+"""Figure 1's deciding cells at the paper scale, for scripts/gpu_fig1_paper.sh: train a group of them as one pack in
+the run directories `attnrank sweep fig1 --scale paper` gives them, or list which of them have finished.
+
+    python scripts/fig1_paper_cells.py train SWEEP_DIR LAYERS "SEEDS" --set KEY=VALUE ...
+    python scripts/fig1_paper_cells.py finished SWEEP_DIR LAYERS "SEEDS" --set KEY=VALUE ...   # "rank seed" lines
+
+The cells are the fig1 paper scale's runs with the given depth, width c = 1, rank in {64, 32, 8} and the given seeds,
+with the --set overrides applied exactly as `attnrank sweep --set` applies them (so the config hashes, and hence the
+run directories SWEEP_DIR/runs/<hash>, are the sweep's own: a sweep driver selecting one of them finds it finished).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPOSITORY))
+
+from experiments.config import TrainConfig  # noqa: E402
+from experiments.sweeps.runner import RUNS_DIR, resolve_runs  # noqa: E402
+
+DECIDING_RANKS = (64, 32, 8)
+"""Figure 1's deciding ranks at d = 64: full, half and an eighth."""
+
+
+def cells(layers: int, seeds: set[int], sets: list[str]) -> list[TrainConfig]:
+    """The group's configs, in the preset's order, with the overrides of ``sets`` (``--set KEY=VALUE`` words)."""
+    if len(sets) % 2 or any(flag != "--set" for flag in sets[0::2]):
+        raise ValueError(f"expected --set KEY=VALUE pairs, got {sets}")
+    overrides: dict[str, object] = {}
+    for item in sets[1::2]:
+        key, _, text = item.partition("=")
+        try:
+            overrides[key] = json.loads(text)
+        except json.JSONDecodeError:
+            overrides[key] = text
+    chosen = [
+        c
+        for c in resolve_runs("fig1", "paper", overrides)
+        if isinstance(c, TrainConfig)
+        and c.layers == layers
+        and c.width == 1
+        and c.rank in DECIDING_RANKS
+        and c.seed in seeds
+    ]
+    if not chosen:
+        raise ValueError(f"no fig1 paper run has layers {layers}, width 1, rank in {DECIDING_RANKS}, seed in {seeds}")
+    return chosen
+
+
+def main(argv: list[str]) -> int:
+    action, sweep_dir, layers, seeds, *sets = argv
+    configs = cells(int(layers), {int(s) for s in seeds.split()}, sets)
+    directories = [Path(sweep_dir) / RUNS_DIR / c.config_hash() for c in configs]
+    if action == "finished":
+        for config, directory in zip(configs, directories, strict=True):
+            if (directory / "result.json").is_file():
+                print(config.rank, config.seed)
+        return 0
+    if action != "train":
+        raise ValueError(f"action must be train or finished, got {action!r}")
+    from experiments.training.packed import train_packed  # loads torch (the listing above does not need it)
+
+    results = train_packed(configs, directories, progress=True)
+    rows = [{"rank": c.rank, "seed": c.seed, **r.to_dict()} for c, r in zip(configs, results, strict=True)]
+    print(json.dumps(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

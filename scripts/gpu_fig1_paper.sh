@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Figure 1's deciding cells at the paper's recipe on one GPU, in calls of under 9 minutes each (issue 29): d = 64,
+# N = 16, c = 1, FFN 2048, batch 256, lr 0.01, warm-up 5000 of 100k steps, layers starting as copies (the fig1 paper
+# scale's runs, experiments/sweeps), L = 1 and L = 3, r in {64, 32, 8}, seeds 0-2, trained with the device path:
+# batches drawn on the GPU (--set sampler=device), the step captured as a CUDA graph (capture=graph), TF32 matmuls
+# (matmul_precision=high) with an fp32 control (highest) of seed 0 beside every TF32 cell.
+#
+# A call cannot resume what an earlier call started (each gets a fresh machine) and at most 8 files of 16 MiB come
+# back from $OUT, so each call trains whole runs and brings back stores, reports and figures, never checkpoints:
+#   CALL=1  L = 3, TF32, r x seeds 0-2 (9 runs, one pack)    projected  93 s of GPU time at 2x the matmul time
+#   CALL=2  L = 3, fp32 control, r x seed 0 (3 runs)          projected 248 s
+#   CALL=3  L = 1, TF32 (9 runs) and its fp32 control (3 runs) projected  31 s + 83 s
+# (benchmarks/bench_device_step.py's FLOP model at issue 29's assumed H200 rates, TF32 400 / fp32 50 TFLOP/s; all
+# nine fp32 L = 3 runs would need 745 s at 2x, more than a call.) Each group's runs are one pack in one process
+# (`attnrank.train_packed`, each run in the run directory `attnrank sweep` gives it), under a time limit (BUDGET_S);
+# its finished runs are then recorded in the group's store by one `attnrank sweep fig1 --scale paper --only ...`
+# driver per run (each finds its run finished), so the store and report are the sweep's own.
+#
+# Usage (repository root):
+#   CALL=1 scripts/gpu_fig1_paper.sh [OUT_DIR]          # on the GPU machine; OUT_DIR defaults to $OUT, else runs/
+#   DRY_RUN=1 WORK_DIR=/tmp/w scripts/gpu_fig1_paper.sh /tmp/o   # CPU rehearsal of every call: 2 steps, batch 2, FFN 8
+# Environment: CALL (1, 2, 3; DRY_RUN: "all" by default), STEPS (100000: the whole schedule; fewer trains a prefix),
+# BUDGET_S (420: seconds of training per call, shared by its groups in order), CAPTURE (graph | compile | none),
+# BENCH (0; 1 runs the step benchmark first, its table into OUT_DIR), WORK_DIR (runs/gpu-fig1-paper: run directories
+# with checkpoints, never copied), DRY_RUN (0).
+# Writes OUT_DIR/fig1-paper-<group>/{results.sqlite, report.md, fig1-paper.png} per group, OUT_DIR/timing.json
+# (per group: wall seconds, limit, stopped, runs finished) and OUT_DIR/gpu.txt (device, torch, revision).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$(pwd)"
+DRY_RUN="${DRY_RUN:-0}"
+OUT_DIR="${1:-${OUT:-runs/gpu-fig1-paper-out}}"
+WORK_DIR="${WORK_DIR:-runs/gpu-fig1-paper}"
+STEPS="${STEPS:-100000}"
+BUDGET_S="${BUDGET_S:-420}"
+CAPTURE="${CAPTURE:-graph}"
+BENCH="${BENCH:-0}"
+
+fail() { echo "gpu_fig1_paper.sh: error: $1" >&2; exit 2; }
+[[ "$DRY_RUN" == 0 || "$DRY_RUN" == 1 ]] || fail "DRY_RUN must be 0 or 1, got '$DRY_RUN'"
+if [[ "$DRY_RUN" == 1 ]]; then CALL="${CALL:-all}"; else CALL="${CALL:-}"; fi
+case "$CALL" in
+  1) GROUPS_OF_CALL="L3-tf32" ;;
+  2) GROUPS_OF_CALL="L3-fp32" ;;
+  3) GROUPS_OF_CALL="L1-tf32 L1-fp32" ;;
+  all) [[ "$DRY_RUN" == 1 ]] || fail "CALL=all is a rehearsal only (DRY_RUN=1); a GPU call is CALL=1, 2 or 3"
+       GROUPS_OF_CALL="L3-tf32 L3-fp32 L1-tf32 L1-fp32" ;;
+  *) fail "CALL must be 1, 2 or 3 (or all with DRY_RUN=1), got '$CALL'" ;;
+esac
+[[ "$STEPS" =~ ^[1-9][0-9]*$ ]] && (( STEPS <= 100000 )) || fail "STEPS must be an integer in [1, 100000], got '$STEPS'"
+[[ "$BUDGET_S" =~ ^[1-9][0-9]*$ ]] || fail "BUDGET_S must be an integer >= 1 (seconds), got '$BUDGET_S'"
+[[ " none graph compile " == *" $CAPTURE "* ]] || fail "CAPTURE must be none, graph or compile, got '$CAPTURE'"
+[[ "$BENCH" == 0 || "$BENCH" == 1 ]] || fail "BENCH must be 0 or 1, got '$BENCH'"
+
+SETS=(--set sampler=device --set "capture=$CAPTURE" --set "steps=$STEPS" --set checkpoint_every=10000)
+if [[ "$DRY_RUN" == 1 ]]; then
+  # Every run keeps its shape but for FFN width and batch; 2 steps; on the CPU.
+  SETS=(--set sampler=device --set "capture=$CAPTURE" --set steps=2 --set batch_size=2 --set ffn_dim=8
+        --set log_every=1 --set checkpoint_every=1 --set device=cpu)
+fi
+mkdir -p "$OUT_DIR" "$WORK_DIR"
+{
+  if [[ "$DRY_RUN" == 0 ]] && command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  else
+    echo "no GPU used (DRY_RUN=$DRY_RUN)"
+  fi
+  python -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
+  echo "revision $(git rev-parse --short HEAD 2>/dev/null || echo unknown); call $CALL; groups $GROUPS_OF_CALL"
+} > "$OUT_DIR/gpu.txt"
+if [[ "$BENCH" == 1 ]]; then
+  bench_device=cuda; bench_extra=(--ks 1 9 --precision high)
+  [[ "$DRY_RUN" == 1 ]] && { bench_device=cpu; bench_extra=(--ks 1 --tiny --repeats 1); }
+  python benchmarks/bench_device_step.py --device "$bench_device" "${bench_extra[@]}" --no-cpu-cell \
+    --record "$OUT_DIR" >&2
+fi
+
+started=$(date +%s)
+set -- $GROUPS_OF_CALL
+left=$#
+timing="$WORK_DIR/timing.jsonl"
+: > "$timing"
+for group in $GROUPS_OF_CALL; do
+  case "$group" in
+    L3-tf32) layers=3; precision=high; seeds="0 1 2" ;;
+    L3-fp32) layers=3; precision=highest; seeds="0" ;;
+    L1-tf32) layers=1; precision=high; seeds="0 1 2" ;;
+    L1-fp32) layers=1; precision=highest; seeds="0" ;;
+  esac
+  sweep_dir="$WORK_DIR/fig1-paper-$group"
+  group_sets=("${SETS[@]}" --set "matmul_precision=$precision")
+  spent=$(( $(date +%s) - started ))
+  limit=$(( (BUDGET_S - spent) / left ))
+  (( limit >= 1 )) || limit=1
+  left=$(( left - 1 ))
+  t0=$(date +%s.%N)
+  status=0
+  # The group's runs as one pack, in the run directories the sweep gives them (runs/<config hash>).
+  timeout --kill-after=20 "$limit" python scripts/fig1_paper_cells.py train "$sweep_dir" "$layers" "$seeds" \
+    "${group_sets[@]}" > "$sweep_dir.train.json" 2> "$sweep_dir.train.err" || status=$?
+  # Record each finished run in the group's store: one sweep driver per run (disjoint --only selections), each of
+  # which finds its run finished; a run the pack did not finish is left out (its driver would train it).
+  drivers=()
+  while read -r rank seed; do
+    python -m experiments.cli.main sweep fig1 --scale paper --out "$sweep_dir" "${group_sets[@]}" --workers 1 --no-pack \
+      --only "layers=$layers" --only width=1 --only "rank=$rank" --only "seed=$seed" --no-progress --json \
+      > "$sweep_dir.record-r$rank-s$seed.json" 2>> "$sweep_dir.record.err" &
+    drivers+=($!)
+  done < <(python scripts/fig1_paper_cells.py finished "$sweep_dir" "$layers" "$seeds" "${group_sets[@]}")
+  for pid in "${drivers[@]}"; do wait "$pid" || echo "$group: a recording driver exited with $?" >&2; done
+  t1=$(date +%s.%N)
+  echo "{\"group\": \"$group\", \"limit_s\": $limit, \"start\": $t0, \"end\": $t1, \"status\": $status}" >> "$timing"
+  echo "$group: pack exit status $status after $(python -c "print(round($t1 - $t0, 1))") s (limit $limit s)" >&2
+done
+
+# The kept copies (store, report, figure; no run directories), written where they are kept.
+python - "$OUT_DIR" "$WORK_DIR" "$timing" <<'PY'
+import contextlib
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+out, work, timing = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+summary = {}
+for line in timing.read_text().splitlines():
+    row = json.loads(line)
+    group = row["group"]
+    name = f"fig1-paper-{group}"
+    store = work / name / "results.sqlite"
+    entry = {"wall_s": round(row["end"] - row["start"], 1), "limit_s": row["limit_s"], "exit_status": row["status"],
+             "stopped_at_limit": row["status"] in (124, 137)}
+    if store.is_file():
+        keep = out / name
+        keep.mkdir(parents=True, exist_ok=True)
+        (keep / "results.sqlite").unlink(missing_ok=True)
+        with contextlib.closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as source:
+            with contextlib.closing(sqlite3.connect(keep / "results.sqlite")) as copy:
+                source.backup(copy)  # a consistent copy, whatever the store's journal still holds
+                copy.execute("PRAGMA journal_mode=DELETE")  # one file to keep (no -wal / -shm beside it)
+            entry["runs"] = dict(source.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall())
+        report = subprocess.run([sys.executable, "-m", "experiments.cli.main", "report", str(keep)],
+                                capture_output=True, text=True)
+        entry["report_exit_status"] = report.returncode
+        if report.returncode:
+            entry["report_error"] = report.stderr.strip()[-500:]
+    else:
+        entry["runs"] = {}
+        entry["note"] = "no results store: no run of the group finished"
+    summary[group] = entry
+(out / "timing.json").write_text(json.dumps(summary, indent=2) + "\n")
+print(json.dumps(summary))
+PY
