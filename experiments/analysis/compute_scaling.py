@@ -1,7 +1,7 @@
 """Compute scaling of the multi-layer claims: how a deciding cell's loss moves with the training budget, the fitted
 law, and its projection (the verdicts of the rules are `experiments.sweeps.scaling_verdicts`).
 
-Data: the long scale's runs (`experiments.sweeps.presets.budget_ladder`): every deciding cell trained at several
+Data: the long scale's runs (`experiments.sweeps.preset_kit.budget_ladder`): every deciding cell trained at several
 budgets, each budget a run with its own warm-up + cosine schedule. A run contributes one point (n, L): n = steps x
 batch size (samples seen), L = its best_loss (the paper's metric, the lowest epoch-mean training loss).
 

@@ -10,7 +10,7 @@ One panel per d: error (log axis) against heads per layer H (log2 axis). Four cu
 - Theorem 2's certified lower bound ``rank_lower_bound(d, 1, H)`` for every one-layer rank-1 model;
 - Theorem 5's exact error ``majority_vote_error(d, H)`` of the two-layer majority-vote construction.
 
-Records are those of `experiments.sweeps.claims.depth_trained` (spec fields merged with metrics).
+Records are those of `experiments.sweeps.studies.depth.depth_trained` (spec fields merged with metrics).
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ Each figure kind of `experiments.sweeps.presets` maps to a drawing function ``(r
 
 - the parameters in the title (:func:`parameter_line`: d, N, L, c, steps x batch, lr, seeds);
 - training losses as the paper plots them (the best seed's lowest epoch-mean training loss, a line with markers)
-  with the spread over seeds as a band (best to worst seed, `experiments.sweeps.claims.seed_spread`);
+  with the spread over seeds as a band (best to worst seed, `experiments.sweeps.grading.seed_spread`);
 - the paper's published numbers as black markers where they apply (figures in :data:`DRAWS_PAPER_NUMBERS` take a
-  ``paper`` keyword: `experiments.sweeps.presets.PaperNumber` cells, matched by rank class so a smaller d is
+  ``paper`` keyword: `experiments.sweeps.preset_kit.PaperNumber` cells, matched by rank class so a smaller d is
   comparable; ranges as vertical bars);
 - the certified bound where it applies (bound-vs-trained, `experiments.figures.trained`);
 - log axes where the paper uses them, ticks at the values actually run (rank labels, full rank marked).

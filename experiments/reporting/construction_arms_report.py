@@ -2,7 +2,7 @@
 
 Reads the records and run directories of a sweep (`experiments.analysis.construction_arms`) and prints one row per arm:
 the cell, the starting point, the construction's predicted error, the fresh error at step 0, the steps to
-`experiments.sweeps.claims.DEPTH_ARM_TARGET` and the fresh error after training, each as its spread over seeds.
+`experiments.sweeps.studies.depth.DEPTH_ARM_TARGET` and the fresh error after training, each as its spread over seeds.
 """
 
 from __future__ import annotations

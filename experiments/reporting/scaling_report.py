@@ -3,7 +3,7 @@ fitted law, projection and verdict, and the score-temperature control.
 
 `experiments.reporting.sweep_report` calls :func:`claim_records` (which runs the preset's ordinary claim judges:
 the top budget of each d, so budgets are never mixed) and :func:`scaling_section` (everything else) for a sweep at
-scale ``long`` (`experiments.sweeps.presets.LONG`).
+scale ``long`` (`experiments.sweeps.preset_kit.LONG`).
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ RUN_ESTIMATES: dict[str, Callable[[RunSpec], float]] = {
     "train": _training_bytes,
     "random-features": _random_features_bytes,
 }
-"""Run kind (`experiments.sweeps.presets.spec_kind`) -> bytes one run of it holds while it executes."""
+"""Run kind (`experiments.sweeps.run_specs.spec_kind`) -> bytes one run of it holds while it executes."""
 
 
 def run_bytes(spec: RunSpec) -> float:
