@@ -29,11 +29,12 @@ from experiments.analysis.best_seed import Record
 from experiments.config import TrainConfig
 from experiments.figures.sweeps import DRAWS_PAPER_NUMBERS, FIGURES, parameter_line
 from experiments.reporting.construction_arms_report import construction_arms_lines
+from experiments.reporting.curve_sections import depth_ladder_section, projection_section
 from experiments.reporting.scaling_report import claim_records, scaling_section
 from experiments.reporting.tightness_report import band_lines, tightness_section
 from experiments.sweeps.claims import CLAIMS, judge
 from experiments.sweeps.grading import Grade, Verdict
-from experiments.sweeps.preset_kit import GPU, LONG, PaperNumber, rank_class
+from experiments.sweeps.preset_kit import GPU, LONG, PaperNumber, Preset, rank_class
 from experiments.sweeps.presets import get_preset
 from experiments.sweeps.run_specs import spec_from_record
 from experiments.sweeps.runner import RUNS_DIR, store_path
@@ -49,11 +50,13 @@ CELL_ABSOLUTE = RANDOM_FEATURES_TOLERANCE
 
 CSV_NAME = "runs.csv"
 
-EXTRA_SECTIONS: dict[str, Callable[[Sequence[Record], Path, str], tuple[list[str], list[Path]]]] = {
-    "tightness-bands": tightness_section,
+EXTRA_SECTIONS: dict[str, Callable[[Preset, Sequence[Record], Path, str], tuple[list[str], list[Path]]]] = {
+    "tightness-bands": lambda preset, records, out, scale: tightness_section(records, out, scale),
+    "curve-projections": projection_section,
+    "depth-ladder": depth_ladder_section,
 }
 """Report sections a preset may ask for beyond the ones every sweep gets (`Preset.report_sections`): name ->
-``(records, out, scale) -> (markdown lines, figures written)``."""
+``(preset, records, out, scale) -> (markdown lines, figures written)``."""
 
 
 def sweep_records(store: ResultsStore, preset: str, scale: str) -> list[dict[str, Any]]:
@@ -251,7 +254,7 @@ def sweep_section(
         figures.append(out / name)
         lines += [f"![{preset_name} {scale}]({name})", "", f"Figure: [{name}]({name}).", ""]
     for section in preset.report_sections:  # the figure's own sections (tightness: its band tables, a figure per d)
-        extra_lines, drawn = EXTRA_SECTIONS[section](records, out, scale)
+        extra_lines, drawn = EXTRA_SECTIONS[section](preset, records, out, scale)
         lines += extra_lines
         figures += drawn
     verdict = judge(preset_name, records)

@@ -387,6 +387,7 @@ D64_PRESET = Preset(
         "paper": "8 runs x 100k steps, each extending its cpu prefix",
     },
     rule=D64_CLAIM,
+    report_sections=("curve-projections", "depth-ladder"),
 )
 
 
