@@ -140,6 +140,11 @@ class CompiledStep:
 
     def __init__(self, models: LossModels, optimizer: torch.optim.Optimizer) -> None:
         self.optimizer = optimizer
+        # The trained tensors keep their addresses (the optimiser updates them in place): marked static, the graphs
+        # read them where they are instead of copying every parameter into their input buffers at each replay.
+        for group in optimizer.param_groups:
+            for tensor in group["params"]:
+                torch._dynamo.mark_static_address(tensor)
         self.losses = torch.compile(models.losses, mode="reduce-overhead", dynamic=False)
 
     def __call__(self, batches: Any) -> torch.Tensor:
