@@ -1,0 +1,64 @@
+"""Copy a live sweep's store into the repository while its runs go on: a consistent store, its curves, and a report.
+
+    python scripts/snapshot_store.py SWEEP_DIR DEST_DIR
+
+``SWEEP_DIR`` is a sweep directory that may be in use (its drivers keep writing ``results.sqlite`` and ``runs/``);
+``DEST_DIR`` (for example ``results/fig1-d64-cpu``) receives:
+
+- ``results.sqlite``: a consistent copy made with SQLite's online backup (never a file copy of a database in WAL
+  mode), in rollback-journal mode so that it is one self-contained file;
+- ``curves.csv``: every run's curve so far, from ``SWEEP_DIR/runs/<hash>/metrics.csv``
+  (`experiments.analysis.run_curves.collect_curves`; unfinished runs included, so a report can show them);
+- ``report.md`` and its figures, written by ``attnrank report DEST_DIR`` from those two files alone.
+
+Nothing in ``SWEEP_DIR`` is written. Run it from the repository root so the report names the store as committed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from pathlib import Path
+
+from experiments.analysis.run_curves import collect_curves
+from experiments.reporting.sweep_report import write_report
+
+
+def snapshot(sweep_dir: Path, dest: Path) -> Path:
+    """Copy the store and the curves of ``sweep_dir`` into ``dest`` and write its report there; the report's path."""
+    source = sweep_dir / "results.sqlite"
+    if not source.is_file():
+        raise ValueError(f"SWEEP_DIR: {sweep_dir} holds no results.sqlite")
+    dest.mkdir(parents=True, exist_ok=True)
+    target = dest / "results.sqlite"
+    tmp = dest / "results.sqlite.tmp"
+    tmp.unlink(missing_ok=True)
+    reader = sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=60)
+    writer = sqlite3.connect(tmp)
+    try:
+        reader.backup(writer)
+        writer.execute("PRAGMA journal_mode=DELETE")
+        writer.commit()
+        keys = [row[0] for row in writer.execute("SELECT hash FROM runs WHERE kind = 'train'")]
+    finally:
+        writer.close()
+        reader.close()
+    tmp.replace(target)
+    collect_curves(dest, sweep_dir / "runs", keys)
+    return write_report(dest)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python scripts/snapshot_store.py SWEEP_DIR DEST_DIR", file=sys.stderr)
+        return 2
+    try:
+        print(snapshot(Path(argv[0]), Path(argv[1])))
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
