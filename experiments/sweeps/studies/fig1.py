@@ -301,7 +301,14 @@ def fig1_d64_depth(records: Sequence[Record]) -> Verdict:
     at_top = [r for r in d64 if int(r["steps"]) == top]
     verdicts = [scaling_rule_at_budget(rule, at_top) for rule in FIG1_D64_RULES]
     grade = lowest_grade(v.grade for v in verdicts)
-    numbers = {f"{key}_{i}": value for i, v in enumerate(verdicts) for key, value in v.numbers.items()}
+    # Named per comparison, so the results index reads "depth ratio 1.77", not "ratio 0 1.77".
+    names = (("depth ratio", "L = 3 half rank worst"), ("full-rank ratio", "L = 3 full rank worst"))
+    numbers = {
+        label: v.numbers[key]
+        for v, labels in zip(verdicts, names, strict=True)
+        for key, label in zip(("ratio", "better_worst"), labels, strict=True)
+        if key in v.numbers
+    }
     text = f"at {top} steps: " + "; ".join(f"{v.explanation} -> {v.grade.value}" for v in verdicts)
     return Verdict(grade, text, numbers)
 

@@ -39,6 +39,10 @@ def test_the_claim_grades_both_comparisons_and_takes_the_lower() -> None:
     plateau = [cell(1, 32, 0.72), cell(3, 32, 0.435), cell(3, 64, 0.003)]
     verdict = fig1_d64_depth(plateau)
     assert verdict.grade is Grade.DIRECTION and "ratio 1.66x" in verdict.explanation
+    # The index names each comparison's numbers: 0.72 / 0.435 and 0.435 / 0.003, the worse seeds' losses.
+    assert verdict.numbers == pytest.approx(
+        {"depth ratio": 0.72 / 0.435, "L = 3 half rank worst": 0.435, "full-rank ratio": 0.435 / 0.003,
+         "L = 3 full rank worst": 0.003})  # fmt: skip
     # Negative control: three layers no better than one at half rank.
     assert fig1_d64_depth([cell(1, 32, 0.70), cell(3, 32, 0.71), cell(3, 64, 0.003)]).grade is Grade.NOT_REPRODUCED
     # A missing cell, or only smaller d, is not evaluated; the longest budget is the one graded.
