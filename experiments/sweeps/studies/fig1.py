@@ -132,7 +132,9 @@ def _fig1(scale: str) -> list[RunSpec]:
 
 FIG1_LONG_D64_LR = 0.003
 """lr of the d = 64, N = 16 cells of fig1 long (docs/scaling.md: at lr 0.01 both r = 32 and r = 64 stayed at the zero
-predictor for 3000 steps; a pilot at lr 0.003 and 0.001, one seed, 3000 steps, chose it)."""
+predictor for 3000 steps; a pilot at lr 0.003 and 0.001, one seed, 3000 steps, chose it). Every one of those runs had
+a short warm-up (5% of its budget); issue 28 found that the warm-up, not the learning rate, kept three layers at the
+zero predictor: with the paper's 5000 of 100k steps they train (the ``fig1-d64`` preset, results/fig1-d64-cpu/)."""
 FIG1_LONG_D64_BUDGETS = (2_500, 5_000, 10_000, 25_000)
 """d = 64 steps cost ~46 ms at L = 3 (FFN 256, batch 128, one thread), so the ladder tops at 25k (issue 18: >= 20k)."""
 
