@@ -408,7 +408,7 @@ def sign_energy_tail(d: int, K: int) -> float:
     integral by composite Gauss-Legendre quadrature in log x, plus corrections through the third derivative computed
     with polygamma functions; the neglected fifth-derivative term is below 1e-17 relative. Accurate to about 1e-15
     relative for all d >= 2 and K >= 0 (checked to 1e-13 against 1 - partial sums, the d = 2 trigamma closed form and
-    the odd-d Gosper closed forms in tests/test_harmonics.py). Cost is independent of K (about a millisecond).
+    the odd-d Gosper closed forms in tests/theory/test_harmonics.py). Cost is independent of K (about a millisecond).
 
     Args:
         d: ambient dimension, integer >= 2.
