@@ -27,10 +27,14 @@ LAYER_INITS = ("independent", "copies")
 """How the encoder's L layers start: each drawn on its own, or all copies of one drawn layer (the reference's
 ``nn.TransformerEncoder`` deep-copies the layer it is given, so its layers start equal)."""
 """Task names (`experiments.tasks.make_task` accepts exactly these)."""
-SAMPLERS = ("cpu", "device")
-"""Where a run's training batches are drawn: on the CPU in float64 from a CPU generator (the bitwise-reproducible
-stream of every earlier run), or on the run's device in float32 from a generator on that device
-(`experiments.tasks.Task.sample_device`; same distribution, another stream)."""
+SAMPLERS = ("cpu", "device", "reference")
+"""How a run's training batches are drawn: on the CPU in float64 from a CPU generator (the bitwise-reproducible
+stream of every earlier run); on the run's device in float32 from a generator on that device
+(`experiments.tasks.Task.sample_device`; same distribution, another stream); or exactly as the reference
+implementation's data module draws them (`experiments.training.reference_data`: float32, 7 worker streams seeded
+data_seed + w, batches round-robin; the farthest-point task with a fixed set, train_batches >= 1, only)."""
+REFERENCE_SAMPLER_TASKS = ("farthest",)
+"""Tasks the reference sampler draws (Figure 1's; the reference's nearest-neighbour data is not reproduced here)."""
 MATMUL_PRECISIONS = ("highest", "high")
 """``torch.set_float32_matmul_precision`` during a run: "highest" = full fp32 products, "high" = TF32 on GPUs that
 have it (10-bit mantissa inputs, fp32 accumulation); recorded in the config and its hash."""
@@ -51,6 +55,8 @@ LATER_FIELDS = {
     "layer_init": "independent",
     "sampler": "cpu",
     "matmul_precision": "highest",
+    "train_batches": 0,
+    "data_seed": None,
 }
 """Fields added after 0.1.0, hashed only when they differ from these defaults (so 0.1.0 result stores still match)."""
 CURRICULUM_FIELDS = ("curriculum_dims_increment", "curriculum_points_increment", "curriculum_interval")
@@ -209,6 +215,8 @@ class TrainConfig:
     sampler: str = "cpu"
     matmul_precision: str = "highest"
     capture: str = "none"
+    train_batches: int = 0
+    data_seed: int | None = None
 
     def __post_init__(self) -> None:
         check_choice("task", self.task, TASKS)
@@ -291,6 +299,56 @@ class TrainConfig:
         self._check_curriculum()
         self._check_construction_init()
         self._check_step_path()
+        self._check_data()
+
+    def _check_data(self) -> None:
+        """ValueError naming the field unless train_batches, data_seed and the sampler describe a data regime this run
+        can train in (docs/training.md, "Training data").
+
+        train_batches = K >= 1 draws K batches once and trains step t on batch t mod K; an epoch is then one pass over
+        the set (log_every = K), so best_loss is the lowest epoch-mean loss on the set (the paper's metric); K may not
+        exceed steps (the rest of the set would never be seen) and excludes a curriculum (whose batches change shape
+        by stage). data_seed seeds the data apart from the initialisation; equal to seed it is the default and is
+        stored as None (so the config, and its hash, are those of a run that never named it).
+        """
+        K = check_int("train_batches", self.train_batches, minimum=0, maximum=self.steps)
+        if self.data_seed is not None:
+            data_seed = check_int("data_seed", self.data_seed, minimum=0, maximum=2**63 - 1)
+            if data_seed == self.seed:
+                object.__setattr__(self, "data_seed", None)
+        if K and self.curriculum is not None:
+            raise ValueError(
+                f"train_batches must be 0 for a curriculum run (its batches change shape by stage, so no fixed set "
+                f"serves every stage), got {K}"
+            )
+        if K and self.log_every != K:
+            raise ValueError(
+                f"log_every must equal train_batches = {K} (an epoch is one pass over the fixed set), "
+                f"got {self.log_every}"
+            )
+        if self.sampler == "reference":
+            if self.task not in REFERENCE_SAMPLER_TASKS:
+                raise ValueError(
+                    f"sampler 'reference' draws the reference implementation's {', '.join(REFERENCE_SAMPLER_TASKS)} "
+                    f"data only; task {self.task!r} needs sampler 'cpu' or 'device'"
+                )
+            if K == 0:
+                raise ValueError(
+                    "train_batches must be >= 1 with sampler 'reference' (the reference replays a fixed set every "
+                    "epoch: 100 batches in the paper's runs), got 0"
+                )
+
+    @property
+    def data_seed_value(self) -> int:
+        """The seed of the run's training data: data_seed when set, else seed."""
+        return self.seed if self.data_seed is None else self.data_seed
+
+    @property
+    def regime(self) -> str:
+        """The run's data regime in words: "fresh batches" or "K batches replayed (sampler S)"."""
+        if not self.train_batches:
+            return "fresh batches"
+        return f"{self.train_batches} batches replayed ({self.sampler} sampler)"
 
     def _check_step_path(self) -> None:
         """ValueError naming the field unless sampler, matmul_precision and capture are known and fit the run.

@@ -17,7 +17,7 @@ import json
 
 from experiments.config import EXECUTION_FIELDS, TrainConfig
 
-PACK_VARYING_FIELDS = ("seed", "temperature")
+PACK_VARYING_FIELDS = ("seed", "temperature", "data_seed")
 """Config fields that may differ between the runs of one pack (and ``rank`` where the shapes allow it)."""
 
 

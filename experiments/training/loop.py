@@ -7,10 +7,17 @@ stream has no natural epochs).
 One run (:func:`train`) fills a run directory:
 
 - ``config.json``: the resolved config, its hash, git revision, library versions, the device used;
-- ``metrics.csv``: one row per epoch: ``step, loss, lr, time`` (loss = mean training loss of the epoch ending at
-  ``step``, lr = learning rate of that epoch's last step, time = seconds of training so far);
+- ``metrics.csv``: one row per epoch: ``step, loss, lr, time, population`` (loss = mean training loss of the epoch
+  ending at ``step``, lr = learning rate of that epoch's last step, time = seconds of training so far, population
+  evaluations included; population = the model's error on held-out samples, `experiments.training.population`, at
+  the epochs that end on a checkpoint step and at the last step, empty elsewhere);
 - ``checkpoint.pt``: see `experiments.training.checkpoints`;
-- ``result.json``: the :class:`TrainResult`, written when the run ends.
+- ``result.json``: the :class:`TrainResult`, written when the run ends, with the final population error
+  (``population_error``, ``population_stderr``, ``population_samples``).
+
+Training data (docs/training.md, "Training data"): fresh batches from the run's sampler generator at every step
+(``train_batches`` = 0), or a fixed set of K batches drawn once and replayed, step t on batch t mod K
+(`experiments.training.fixed_set`); either is seeded by the run's data seed (``data_seed``, default ``seed``).
 
 Re-running the same config on the same directory resumes from ``checkpoint.pt``; on the CPU the resumed run is
 bitwise identical to an uninterrupted one (every source of randomness is restored). A non-finite loss stops the run
@@ -56,13 +63,15 @@ from experiments.training.checkpoints import (
     restore_checkpoint,
     save_checkpoint,
 )
+from experiments.training.fixed_set import fixed_training_set
+from experiments.training.population import CURVE_SAMPLES, FINAL_SAMPLES, population_error, population_fields
 from experiments.training.progress import DEFAULT_INTERVAL, Progress
 from experiments.training.provenance import provenance
 from experiments.training.run import build_run, read_config_file, resolve_device, sampler_generator
 from experiments.training.schedule import make_optimizer, optimizer_kind, scheduled_lr
 from experiments.training.step_capture import Stepper, describe_step_path, make_stepper, matmul_precision
 
-METRICS_HEADER = ("step", "loss", "lr", "time")
+METRICS_HEADER = ("step", "loss", "lr", "time", "population")
 
 
 # ------------------------------------------------------------------------------------------------- what is trained
@@ -212,6 +221,7 @@ class Training:
     elapsed_before: float = 0.0  # seconds of training before this process (resumed runs)
     started: float = field(default_factory=time.perf_counter)
     stepper: Stepper | None = None  # forward, backward and AdamW step (`step_capture.make_stepper`); None = eager
+    replay: list[Any] | None = None  # a fixed training set: step t trains on replay[t % K] (models.draw's form)
 
     def __post_init__(self) -> None:
         if self.stepper is None:
@@ -224,8 +234,11 @@ class Training:
     def optimizer_step(self) -> tuple[torch.Tensor, float]:
         """Draw each run's batch, take one AdamW step on the summed losses; the (K,) losses and the lr used."""
         # A curriculum (icl) trains step s on an easier stage of the task; the model and its loss are the task's own.
-        task = self.task.at_step(self.step)
-        batches = self.models.draw(task, self.config.batch_size, self.samplers, self.device, self.config.sampler)
+        if self.replay is not None:
+            batches = self.replay[self.step % len(self.replay)]
+        else:
+            task = self.task.at_step(self.step)
+            batches = self.models.draw(task, self.config.batch_size, self.samplers, self.device, self.config.sampler)
         lr = self.optimizer.param_groups[0]["lr"]
         lr_used = scheduled_lr(self.scheduler) if isinstance(lr, torch.Tensor) else lr  # never read back from a GPU
         assert self.stepper is not None
@@ -329,7 +342,7 @@ def _read_metrics(path: Path, up_to_step: int) -> list[list[str]]:
         except (ValueError, IndexError) as exc:
             raise ValueError(f"{path}: line {number} is not a metrics row ({exc})") from exc
         if step <= up_to_step:
-            kept.append(row)
+            kept.append(row + [""] * (len(METRICS_HEADER) - len(row)))  # rows written before a column existed
     return kept
 
 
@@ -412,10 +425,12 @@ def start_or_resume(config: TrainConfig, files: RunDirectory) -> tuple[Training,
     device = resolve_device(config.device)
     task, model = build_run(config, device)
     optimizer, scheduler = make_optimizer(model.parameters(), config, optimizer_kind(config, device))
-    sampler = sampler_generator(config.seed, config.sampler, device)
+    sampler = sampler_generator(config.data_seed_value, config.sampler, device)
     models = SingleModel(model, task, config, device)
     stats = EpochStatistics.fresh(1, device, graded_from=task.full_task_from)
     training = Training(config, task, models, [sampler], optimizer, scheduler, stats, device)
+    if config.train_batches:
+        training.replay = [[batch] for batch in fixed_training_set(config, task, device)]
     if files.checkpoint.exists():
         step, saved = restore_checkpoint(
             files.checkpoint, config, model=model, optimizer=optimizer, scheduler=scheduler, sampler=sampler
@@ -433,6 +448,12 @@ def start_or_resume(config: TrainConfig, files: RunDirectory) -> tuple[Training,
     return training, model
 
 
+def population_due(training: Training) -> bool:
+    """Whether the epoch that just closed gets a point of the population curve: it ends on a checkpoint step or at
+    the run's last step."""
+    return training.step % training.config.checkpoint_every == 0 or training.step == training.config.steps
+
+
 class RunDirectoryHooks(LoopHooks):
     """An ordinary run's side effects: a metrics row per epoch, checkpoints, progress on stderr."""
 
@@ -445,7 +466,10 @@ class RunDirectoryHooks(LoopHooks):
 
     def epoch_closed(self, training: Training, means: list[float], lr_used: float) -> None:
         (mean,) = means
-        self.metrics.writerow([training.step, repr(mean), repr(lr_used), f"{training.elapsed():.3f}"])
+        population = ""
+        if population_due(training):
+            population = repr(population_error(self.model, training.task, CURVE_SAMPLES, training.device).mean)
+        self.metrics.writerow([training.step, repr(mean), repr(lr_used), f"{training.elapsed():.3f}", population])
         self.metrics_stream.flush()
         self.bar.set_loss(mean)
 
@@ -527,6 +551,8 @@ def _train_in(config: TrainConfig, files: RunDirectory, progress: bool, progress
         model.train()
         run_loop(training, hooks, check_every_step=training.device.type == "cpu")
     (result,) = training.stats.results(training.step, training.elapsed())
+    if not result.diverged:
+        result.extra.update(population_fields(population_error(model, training.task, FINAL_SAMPLES, training.device)))
     write_json(files.result, result.to_dict())
     return result
 
@@ -546,6 +572,8 @@ def check_batchable(configs: Sequence[TrainConfig]) -> None:
         raise ValueError(f"configs of one batch need distinct seeds, got {seeds}")
     if configs[0].init is not None or configs[0].compile or configs[0].bf16:
         raise ValueError("batched training supports neither init weight files nor compile nor bf16")
+    if configs[0].train_batches or configs[0].data_seed is not None:
+        raise ValueError("batched training supports neither a fixed training set (train_batches) nor a data_seed")
 
 
 def train_batched(configs: Sequence[TrainConfig]) -> list[TrainResult]:

@@ -33,19 +33,22 @@ import torch
 from experiments.config import TrainConfig, TrainResult
 from experiments.json_files import write_json
 from experiments.models.packed import PackedNetwork, pack_models
-from experiments.packing import pack_signature, packing_refusal
+from experiments.packing import PACK_VARYING_FIELDS, pack_signature, packing_refusal
 from experiments.tasks import Batch, Task, draw_batch
 from experiments.training.checkpoints import remove_stale_temporaries, save_checkpoint
+from experiments.training.fixed_set import fixed_training_set
 from experiments.training.loop import (
     EpochStatistics,
     LoopHooks,
     RunDirectory,
     Training,
     finished_result,
+    population_due,
     run_loop,
     run_record,
     start_or_resume,
 )
+from experiments.training.population import CURVE_SAMPLES, FINAL_SAMPLES, population_error, population_fields
 from experiments.training.progress import DEFAULT_INTERVAL, Progress
 from experiments.training.schedule import (
     load_optimizer_state,
@@ -71,10 +74,10 @@ def check_packable(configs: Sequence[TrainConfig]) -> None:
     for config in configs[1:]:
         if pack_signature(config) != reference:
             first, other = configs[0].to_dict(), config.to_dict()
-            differing = [k for k in first if first[k] != other[k] and k not in ("seed", "temperature", "rank")]
+            differing = [k for k in first if first[k] != other[k] and k not in (*PACK_VARYING_FIELDS, "rank")]
             raise ValueError(
-                "configs of one pack may differ only in seed, temperature and (encoder) rank; these differ in "
-                + (", ".join(differing) or "rank")
+                "configs of one pack may differ only in seed, data_seed, temperature and (encoder) rank; these differ "
+                "in " + (", ".join(differing) or "rank")
             )
     hashes = [c.config_hash() for c in configs]
     if len(set(hashes)) != len(hashes):
@@ -93,6 +96,11 @@ def draw_packed(
         batches = [draw_batch(task, batch_size, g, sampler, device) for g in samplers]
     else:
         batches = [task.sample(batch_size, g) for g in samplers]
+    return stack_batches(batches, device)
+
+
+def stack_batches(batches: Sequence[Batch], device: torch.device) -> Batch:
+    """K runs' batches as one: every field (K, B, ...) float32 on ``device``."""
 
     def stacked(name: str) -> torch.Tensor | None:
         values = [getattr(b, name) for b in batches]
@@ -182,14 +190,23 @@ class PackHooks(LoopHooks):
         self.bar.update(1)
 
     def epoch_closed(self, training: Training, means: list[float], lr_used: float) -> None:
+        due = population_due(training)
         for k, mean in enumerate(means):
             if training.stats.diverged[k]:
                 continue
-            self.writers[k].writerow([training.step, repr(mean), repr(lr_used), f"{self.elapsed(training, k):.3f}"])
+            population = repr(self.population(training, k, CURVE_SAMPLES)) if due else ""
+            elapsed = f"{self.elapsed(training, k):.3f}"
+            self.writers[k].writerow([training.step, repr(mean), repr(lr_used), elapsed, population])
             self.streams[k].flush()
         live = [m for m, gone in zip(means, training.stats.diverged, strict=True) if not gone]
         if live:
             self.bar.set_loss(min(live))
+
+    def population(self, training: Training, k: int, samples: int) -> float:
+        """Run k's population error now (its slice of the pack copied into its own model, then evaluated)."""
+        member = self.members[k]
+        member.model.load_state_dict(self.network.state_dict_of(k))
+        return population_error(member.model, training.task, samples, training.device).mean
 
     def checkpoint_due(self, training: Training) -> bool:
         config = training.config
@@ -251,6 +268,9 @@ def _pack_members(members: list[PackMember], bar: Progress) -> list[TrainResult]
         first.device,
         step=first.step,
     )
+    if configs[0].train_batches:  # each run replays its own set; replay[t] stacks the K runs' batch t
+        sets = [fixed_training_set(c, first.task, first.device) for c in configs]
+        training.replay = [stack_batches(group, first.device) for group in zip(*sets, strict=True)]
     streams = [m.files.metrics.open("a", newline="", encoding="utf-8") for m in members]
     try:
         hooks = PackHooks(members, network, streams, bar)
@@ -261,8 +281,12 @@ def _pack_members(members: list[PackMember], bar: Progress) -> list[TrainResult]
         for stream in streams:
             stream.close()
     results = training.stats.results(training.step, 0.0, {"packed": len(members)})
-    for member, result, elapsed in zip(members, results, seconds, strict=True):
+    for k, (member, result, elapsed) in enumerate(zip(members, results, seconds, strict=True)):
         result.seconds = elapsed
+        if not result.diverged:
+            member.model.load_state_dict(network.state_dict_of(k))
+            final = population_error(member.model, first.task, FINAL_SAMPLES, first.device)
+            result.extra.update(population_fields(final))
         write_json(member.files.result, result.to_dict())
     return results
 

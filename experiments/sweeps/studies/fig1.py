@@ -3,9 +3,11 @@ context length while H = d / r heads of rank r are not (Theorems 2 and 3), train
 of standard encoders against the rank at equal attention parameters, for L = 1, 3, 5 layers and width factors c = 1,
 8, 64. One layer: full rank far below every lower rank; three layers rescue rank d/2 (0.70 -> 0.05 at c = 1).
 
-Two presets: ``fig1`` (every scale: quick and cpu at d = 16, the compute ladder ``long``, the paper's 315 runs and
-their deciding cells for one GPU call) and ``fig1-d64`` (the deep columns at the paper's size with the paper's own
-schedule, issue 28, and a depth ladder in d below it).
+Three presets: ``fig1`` (every scale: quick and cpu at d = 16, the compute ladder ``long``, the paper's 315 runs and
+their deciding cells for one GPU call), ``fig1-d64`` (the deep columns at the paper's size with the paper's own
+schedule, issue 28, and a depth ladder in d below it; fresh batches every step) and ``fig1-d64-replay`` (fig1-d64's
+deciding cells in the paper's data regime: one fixed set of 100 batches drawn by the reference's sampler, replayed
+every epoch, issue 38).
 
 In this file, in order: the paper's numbers, the grids per scale, the claims, the long scale's scaling rules, the
 presets.
@@ -52,6 +54,7 @@ from experiments.sweeps.preset_kit import (
     paper_recipe,
 )
 from experiments.sweeps.run_specs import RunSpec
+from experiments.training.reference_data import REFERENCE_BATCHES
 
 # --------------------------------------------------------------------------------------------------------------------
 # The paper's numbers (docs/paper.md section 6), Figure 1: L x {full, half, low} x c.
@@ -198,6 +201,44 @@ def _fig1_d64(scale: str) -> list[RunSpec]:
             for cell in cells
         ]
     return [TrainConfig(**{**base, **cell}) for cell in cells]
+
+
+FIG1_REPLAY_CELLS: tuple[dict[str, Any], ...] = (
+    {"d": 64, "layers": 3, "rank": 32, "data_seed": 0},
+    {"d": 64, "layers": 1, "rank": 32, "data_seed": 0},
+    {"d": 64, "layers": 3, "rank": 64, "data_seed": 0},
+    {"d": 64, "layers": 3, "rank": 32, "data_seed": 1},
+)
+"""fig1-d64's four d = 64 cells in the paper's design: one initialisation (seed 0) for every run, the runs differing
+in their data (the reference's ``data.seed``; its five Figure 1 runs used data seeds 0 .. 4 and one
+``seed_everything`` value). Data seeds 0 and 1 share 85 of their 100 batches (`reference_data.shared_batches`: the
+worker streams are seeded data_seed + w), as the paper's did."""
+
+
+def _fig1_d64_replay(scale: str) -> list[RunSpec]:
+    """fig1-d64's deciding cells trained as the paper trained them (issue 38): K = 100 batches of 256 from the
+    reference's sampler (`experiments.training.reference_data`), drawn once and replayed every epoch of 100 steps, so
+    best_loss is the lowest epoch-mean training loss on that set (the paper's metric) and each run also records its
+    population error. Everything else as fig1-d64: d = 64, N = 16, c = 1, FFN 2048, batch 256, lr 0.01, temperature
+    1, warm-up 5000 of a 100k-step schedule, layers as copies. cpu: the first 20k steps; paper: the whole 100k
+    (extending the cpu prefix); quick: the same grid at d = 16 for 60 steps of a 200-step schedule with a 20-batch
+    set (plumbing only).
+    """
+    base = {**FARTHEST, **PAPER, **PAPER_100K, "N": 16, "width": 1, "lr": 0.01, "temperature": 1.0, "seed": 0}
+    replay = {"sampler": "reference", "train_batches": REFERENCE_BATCHES, "log_every": REFERENCE_BATCHES}
+    if scale == "quick":
+        rehearsal = {**base, **QUICK, **paper_recipe(200, 20), "steps": 60, "ffn_dim": 32, "batch_size": 32}
+        rehearsal.update(sampler="reference", train_batches=20, log_every=20)
+        return [
+            TrainConfig(**{**rehearsal, **cell, "d": cell["d"] // 4, "rank": cell["rank"] // 4})
+            for cell in FIG1_REPLAY_CELLS
+        ]
+    if scale == "cpu":
+        return [
+            TrainConfig(**{**base, **replay, **cell, "steps": FIG1_D64_STEPS, "checkpoint_every": 500, "device": "cpu"})
+            for cell in FIG1_REPLAY_CELLS
+        ]
+    return [TrainConfig(**{**base, **replay, **cell}) for cell in FIG1_REPLAY_CELLS]
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -400,5 +441,25 @@ D64_PRESET = Preset(
 )
 
 
-PRESETS = (PRESET, D64_PRESET)
+REPLAY_PRESET = Preset(
+    name="fig1-d64-replay",
+    description=(
+        "fig1-d64's deciding cells in the paper's data regime: one fixed set of 100 reference-sampler batches replayed "
+        "every epoch, training loss and population error"
+    ),
+    figure="fig1",
+    scales=at_scales(_fig1_d64_replay),
+    paper=tuple(p for p in PAPER_NUMBERS if p.where.get("width") == 1 and p.where.get("rank_class") != "low"),
+    expected={
+        "quick": "4 runs of 60 steps, seconds (plumbing)",
+        "cpu": "4 runs x the first 20k of 100k steps: L = 3 ~2.6 h a run on an idle core, ~9 core-hours in all "
+        "(target; several sittings, resumable)",
+        "paper": "4 runs x 100k steps, each extending its cpu prefix",
+    },
+    rule=D64_CLAIM,
+    report_sections=("curve-projections",),
+)
+
+
+PRESETS = (PRESET, D64_PRESET, REPLAY_PRESET)
 """This module's presets, in the order `experiments.sweeps.presets` lists them."""

@@ -45,7 +45,8 @@ def test_loop_trains_the_curriculum_and_grades_full_task_epochs(tmp_path: Path, 
     sample = LinearRegressionTask.sample
 
     def recording_sample(self: LinearRegressionTask, batch_size: int, generator):  # type: ignore[no-untyped-def]
-        drawn.append((self.active_dims, self.N))
+        if batch_size == TINY_CURRICULUM.batch_size:  # a training draw (population evaluations draw larger batches)
+            drawn.append((self.active_dims, self.N))
         return sample(self, batch_size, generator)
 
     monkeypatch.setattr(LinearRegressionTask, "sample", recording_sample)

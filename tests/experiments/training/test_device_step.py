@@ -63,7 +63,7 @@ def test_new_fields_at_their_defaults_leave_every_hash_unchanged() -> None:
     before = {k: v for k, v in config.to_dict().items() if k not in ("device", "checkpoint_every", *new)}
     later = {"embed_dim": 0, "curriculum_dims": 0, "curriculum_points": 0, "curriculum_dims_increment": 1}
     later |= {"curriculum_points_increment": 2, "curriculum_interval": 2000, "warmup_steps": 0, "schedule_steps": 0}
-    later |= {"layer_init": "independent"}
+    later |= {"layer_init": "independent", "train_batches": 0, "data_seed": None}
     before = {k: v for k, v in before.items() if k not in later}
     digest = hashlib.sha256(json.dumps(before, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     assert config.config_hash() == digest
@@ -75,7 +75,7 @@ def test_new_fields_at_their_defaults_leave_every_hash_unchanged() -> None:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"sampler": "gpu"}, "sampler must be one of 'cpu', 'device', got 'gpu'"),
+        ({"sampler": "gpu"}, "sampler must be one of 'cpu', 'device', 'reference', got 'gpu'"),
         ({"matmul_precision": "medium"}, "matmul_precision must be one of 'highest', 'high', got 'medium'"),
         ({"capture": "cudagraph"}, "capture must be one of 'none', 'graph', 'compile', got 'cudagraph'"),
         ({"task": "biased", "N": 2, "sampler": "device"}, "sampler must be 'cpu' for the biased task"),

@@ -79,7 +79,10 @@ def test_packed_runs_match_separate_runs(tmp_path: Path, name: str) -> None:
     separate = [train(c, tmp_path / f"alone{i}", progress=False) for i, c in enumerate(configs)]
     finals = []
     for i, (p, s) in enumerate(zip(packed_results, separate, strict=True)):
-        assert not p.diverged and p.steps == s.steps == 20 and p.extra == {"packed": len(configs)}
+        assert not p.diverged and p.steps == s.steps == 20 and p.extra["packed"] == len(configs)
+        population = p.extra["population_error"]  # the same model up to float rounding, the same held-out samples
+        assert population == pytest.approx(s.extra["population_error"], rel=RTOL)
+        assert p.extra["population_samples"] == s.extra["population_samples"]
         ours, theirs = _losses(tmp_path / f"packed{i}"), _losses(tmp_path / f"alone{i}")
         assert len(ours) == len(theirs) == 4
         for a, b in zip(ours, theirs, strict=True):
@@ -166,7 +169,7 @@ def test_a_diverging_run_stops_alone(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_refusals_name_the_reason(tmp_path: Path) -> None:
     configs = _encoder_pack()
-    with pytest.raises(ValueError, match="differ only in seed, temperature and .encoder. rank; these differ in layers"):
+    with pytest.raises(ValueError, match="differ only in seed, data_seed, temperature and .encoder. rank; these differ in layers"):
         check_packable([configs[0], dataclasses.replace(configs[1], layers=2)])
     with pytest.raises(ValueError, match="hardmax"):
         check_packable([dataclasses.replace(configs[0], attention="hardmax")])
