@@ -22,6 +22,9 @@ Training and sweeping:
     TrainConfig, train(config, out_dir), train_batched(configs), load_trained_model(out_dir) (in the run's recorded
     precision: a float64 import comes back float64)
     PRESETS, run_sweep(preset, scale, out)
+The paper's training data (docs/training.md, "Training data"):
+    reference_training_set(d, N, batch_size, batches, seed, workers=7) -> (X, target)   the reference's fixed set,
+        bitwise, each (batches, batch_size, N, d) float32
 """
 
 from constructions.biased import build_biased_construction, save_biased_construction
@@ -40,6 +43,7 @@ from experiments.sweeps.presets import PRESETS
 from experiments.sweeps.runner import run_sweep
 from experiments.training.imported_run import import_reference_encoder
 from experiments.training.loop import train, train_batched
+from experiments.training.reference_data import reference_training_set
 from experiments.training.run_precision import load_run_model as load_trained_model
 from theory.bounds import BoundInterval, full_rank_error, min_heads, rank_lower_bound
 
@@ -64,6 +68,7 @@ __all__ = [
     "min_heads",
     "rank_lower_bound",
     "reference_state_from_encoder",
+    "reference_training_set",
     "run_sweep",
     "save_biased_construction",
     "save_full_rank",

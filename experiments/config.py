@@ -329,8 +329,8 @@ class TrainConfig:
         if self.sampler == "reference":
             if self.task not in REFERENCE_SAMPLER_TASKS:
                 raise ValueError(
-                    f"sampler 'reference' draws the reference implementation's {', '.join(REFERENCE_SAMPLER_TASKS)} "
-                    f"data only; task {self.task!r} needs sampler 'cpu' or 'device'"
+                    f"sampler must be 'cpu' or 'device' for task {self.task!r} (the reference sampler draws the "
+                    f"reference implementation's {', '.join(REFERENCE_SAMPLER_TASKS)} data only), got 'reference'"
                 )
             if K == 0:
                 raise ValueError(

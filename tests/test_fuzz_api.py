@@ -301,6 +301,17 @@ ENTRIES: dict[str, Entry] = {
         lambda box: {"d": 8, "r": 2, "eps": 0.1},
         {"d": fixed(ints(2)), "r": fixed(ints(1, 8)), "eps": fixed(reals(0.0, 0.5, strict=True))},
     ),
+    "reference_training_set": Entry(
+        lambda box: {"d": 4, "N": 3, "batch_size": 2, "batches": 3, "seed": 0, "workers": 2},
+        {
+            "d": fixed(ints(2)),
+            "N": fixed(ints(1)),
+            "batch_size": fixed(ints(1)),
+            "batches": fixed(ints(1)),
+            "seed": fixed(ints(0, 2**63 - 1)),
+            "workers": fixed(ints(0, 64)),
+        },
+    ),
     "full_rank_error": Entry(
         lambda box: {"d": 4, "temperature": 2.0},
         {"d": fixed(ints(2)), "temperature": fixed(reals(0.0, strict=True, allow_inf=True))},

@@ -60,7 +60,8 @@ def training_bytes(config: TrainConfig) -> float:
     Per layer: H heads of rank r on width D (query/key maps H r D each, value maps H D D), a feed-forward block of
     width ffn_dim; activations of batch_size (N + 1) tokens (icl: 2 N + 1) kept for the backward pass: the token
     streams, the per-head queries/keys/values, the (N + 1) x (N + 1) score matrices and the feed-forward hidden layer,
-    times 3 for the backward pass and autograd's temporaries.
+    times 3 for the backward pass and autograd's temporaries. A fixed training set (train_batches = K) adds its K
+    batches, held for the whole run: tokens, context and target, each at most batch_size (N + 1) x D floats.
 
     Args:
         config: the run's (validated) config.
@@ -71,4 +72,5 @@ def training_bytes(config: TrainConfig) -> float:
     tokens = config.batch_size * (2 * config.N + 1 if config.task == "icl" else config.N + 1)
     params = layers * (heads * (2 * config.rank * width + width * width) + 2 * width * config.ffn_dim + 4 * width)
     per_token = layers * (6 * width + heads * (2 * config.rank + width + config.N + 1) + 2 * config.ffn_dim)
-    return 4.0 * (4 * params + 3 * tokens * per_token)
+    fixed_set = config.train_batches * 3 * tokens * width
+    return 4.0 * (4 * params + 3 * tokens * per_token + fixed_set)

@@ -28,6 +28,9 @@ from theory.validation import check_int
 REFERENCE_WORKERS = 7
 """DataLoader worker processes of the reference's Figure 1 runs (``num_workers: 7`` in its fig1 config)."""
 
+MAX_SET_FLOATS = 2**32
+"""The largest set drawn (floats of the points; the targets double it): 16 GiB, beyond any machine this runs on."""
+
 REFERENCE_BATCHES = 100
 """Batches per epoch of the reference's Figure 1 runs (``limit_train_batches: 100``): the size of its fixed set."""
 
@@ -78,6 +81,12 @@ def reference_training_set(
     batches = check_int("batches", batches, minimum=1)
     workers = check_int("workers", workers, minimum=0, maximum=64)
     seed = check_int("seed", seed, minimum=0, maximum=2**63 - 1)
+    floats = batches * batch_size * N * d
+    if floats > MAX_SET_FLOATS:
+        raise ValueError(
+            f"batches must keep the set within {MAX_SET_FLOATS} floats (batches x batch_size x N x d, held twice: "
+            f"points and targets), got {batches} x {batch_size} x {N} x {d} = {floats}"
+        )
     sources = _batch_sources(batches, workers)
     streams = {}
     for worker in sorted({w for w, _ in sources}):

@@ -119,9 +119,25 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--sampler",
         default=d.sampler,
-        help=f"{' | '.join(SAMPLERS)}: draw batches on the CPU in float64 (the reproducible stream) or on the run's "
+        help=f"{' | '.join(SAMPLERS)}: draw batches on the CPU in float64 (the reproducible stream), on the run's "
         "device in float32 from a generator there (same distribution, another stream; nothing crosses from the "
-        "host) (default %(default)s)",
+        "host), or exactly as the reference implementation's data module draws them (farthest task, with "
+        "--train-batches: its fixed set bitwise, attnrank.reference_training_set) (default %(default)s)",
+    )
+    parser.add_argument(
+        "--train-batches",
+        type=int,
+        default=d.train_batches,
+        help="K >= 1: draw K batches once and train step t on batch t mod K, as the paper's runs did (100 batches "
+        "replayed every epoch); an epoch is then one pass over the set (--log-every defaults to K), so best_loss is "
+        "the training loss on the set; 0 = fresh batches every step (default %(default)s)",
+    )
+    parser.add_argument(
+        "--data-seed",
+        type=int,
+        default=None,
+        help="seed of the training data, apart from the initialisation (--seed): one initialisation with several "
+        "training sets, as the paper's five runs (default: --seed)",
     )
     parser.add_argument(
         "--matmul-precision",
@@ -137,7 +153,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every, help="default %(default)s")
     parser.add_argument(
-        "--log-every", type=int, default=d.log_every, help="steps per epoch/metrics row (default %(default)s)"
+        "--log-every",
+        type=int,
+        default=None,
+        help=f"steps per epoch/metrics row (default {d.log_every}, or --train-batches when that is set)",
     )
     parser.add_argument(
         "--init",
@@ -188,6 +207,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         if f.name != "betas" and hasattr(args, f.name)
     }
     values["betas"] = (args.beta1, args.beta2)
+    if values.get("log_every") is None:  # an epoch is one pass over a fixed set, else the default epoch
+        values["log_every"] = args.train_batches if args.train_batches and args.train_batches > 0 else _DEFAULTS.log_every
     if values.get("warmup_steps"):
         values["warmup_fraction"] = 0.0  # --warmup-steps replaces the fractional warm-up (argparse made them exclusive)
     return TrainConfig(**values)
