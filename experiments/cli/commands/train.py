@@ -208,7 +208,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     }
     values["betas"] = (args.beta1, args.beta2)
     if values.get("log_every") is None:  # an epoch is one pass over a fixed set, else the default epoch
-        values["log_every"] = args.train_batches if args.train_batches and args.train_batches > 0 else _DEFAULTS.log_every
+        values["log_every"] = args.train_batches if args.train_batches > 0 else _DEFAULTS.log_every
     if values.get("warmup_steps"):
         values["warmup_fraction"] = 0.0  # --warmup-steps replaces the fractional warm-up (argparse made them exclusive)
     return TrainConfig(**values)

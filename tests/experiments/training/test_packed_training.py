@@ -169,7 +169,9 @@ def test_a_diverging_run_stops_alone(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_refusals_name_the_reason(tmp_path: Path) -> None:
     configs = _encoder_pack()
-    with pytest.raises(ValueError, match="differ only in seed, data_seed, temperature and .encoder. rank; these differ in layers"):
+    with pytest.raises(
+        ValueError, match="differ only in seed, data_seed, temperature and .encoder. rank; these differ in layers"
+    ):
         check_packable([configs[0], dataclasses.replace(configs[1], layers=2)])
     with pytest.raises(ValueError, match="hardmax"):
         check_packable([dataclasses.replace(configs[0], attention="hardmax")])
