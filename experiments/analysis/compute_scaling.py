@@ -38,6 +38,10 @@ PROJECTION_LIMIT = 1000.0
 """Crossings are searched up to this many times the paper's budget (beyond it a projection means nothing)."""
 BOOTSTRAP_DRAWS = 2000
 MIN_RUNS_TO_FIT = 4
+NEGLIGIBLE_FLOOR = 1e-6
+"""A fitted floor at most this times the lowest loss fitted is at its bound 0 (`PowerLawFit.floor_at_bound`): it
+changes no printed digit of any fitted loss."""
+
 EXPONENT_BOUNDS = (0.05, 2.0)
 """The exponent b is kept in [0.05, 2]: below 0.05 a power law over a 33x ladder is a floor in disguise."""
 
@@ -66,6 +70,7 @@ class PowerLawFit:
     Attributes:
         floor, amplitude, exponent: the estimate. covariance: (3, 3) of (floor, amplitude, exponent).
         runs: points fitted. rms_log_residual: root-mean-square residual of log L.
+        smallest_loss: the lowest loss fitted (the scale against which a floor at its bound is judged).
     """
 
     floor: float
@@ -74,6 +79,14 @@ class PowerLawFit:
     covariance: np.ndarray
     runs: int
     rms_log_residual: float
+    smallest_loss: float = math.nan
+
+    @property
+    def floor_at_bound(self) -> bool:
+        """Whether the floor sits at its bound 0: at most `NEGLIGIBLE_FLOOR` times the lowest loss fitted. Such a
+        floor is where the solver stopped, not a measurement (its digits differ between machines: 7.38e-12 here,
+        7.76e-12 there, issue 41), so reports print it as "0 (at its bound)" (:func:`floor_text`)."""
+        return self.floor <= NEGLIGIBLE_FLOOR * self.smallest_loss
 
     def __call__(self, n: np.ndarray | float) -> np.ndarray:
         """The fitted loss at n samples."""
@@ -129,7 +142,13 @@ def fit_power_law(n: np.ndarray, loss: np.ndarray) -> PowerLawFit | None:
     transform[1, 2] = amplitude * math.log(scale)
     covariance = transform @ covariance_scaled @ transform.T
     rms = float(np.sqrt(np.mean(solution.fun**2)))
-    return PowerLawFit(float(floor), float(amplitude), float(exponent), covariance, len(n), rms)
+    return PowerLawFit(float(floor), float(amplitude), float(exponent), covariance, len(n), rms, float(loss.min()))
+
+
+def floor_text(fit: PowerLawFit) -> str:
+    """The fitted floor for a report: "0 (at its bound)" when it sits there (`PowerLawFit.floor_at_bound`), else 3
+    significant digits."""
+    return "0 (at its bound)" if fit.floor_at_bound else f"{fit.floor:.3g}"
 
 
 def bootstrap_interval(values: np.ndarray) -> tuple[float, float]:

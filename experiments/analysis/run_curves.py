@@ -11,6 +11,10 @@ directory is absent (:func:`run_curve`).
 recovered by training a run again after its directory was lost (`scripts/recover_curves.py`; the text records how far
 the re-run's best loss lies from the stored one). Reports say when they read re-run curves.
 
+The population curve of a run (the ``population`` column of its metrics.csv: the error on held-out samples at the
+epochs where it was measured, issue 38) travels the same way in ``<out>/population.csv`` (columns ``hash, step,
+population, source``); every function here takes ``column="population"`` for it.
+
 The file is read as untrusted input: a malformed line raises ValueError naming the file, the line and the field.
 """
 
@@ -24,25 +28,40 @@ from pathlib import Path
 
 CURVES_NAME = "curves.csv"
 FIELDS = ("hash", "step", "loss", "source")
+POPULATION_NAME = "population.csv"
+"""The population curves beside curves.csv (module docstring)."""
+CURVE_FILES = {"loss": CURVES_NAME, "population": POPULATION_NAME}
+"""metrics.csv column -> the committed file that carries it."""
 RUN_SOURCE = "run"
 
 Curve = list[tuple[int, float]]
 
 
-def read_metrics_curve(metrics_csv: Path) -> tuple[Curve | None, str]:
-    """The (step, epoch-mean training loss) rows of a run's metrics.csv, checked.
+def _fields(column: str) -> tuple[str, ...]:
+    if column not in CURVE_FILES:
+        raise ValueError(f"column must be one of {', '.join(CURVE_FILES)}, got {column!r}")
+    return ("hash", "step", column, "source")
+
+
+def read_metrics_curve(metrics_csv: Path, column: str = "loss") -> tuple[Curve | None, str]:
+    """The (step, value) rows of a run's metrics.csv for ``column`` ("loss": the epoch-mean training loss;
+    "population": the population error, at the rows where it was measured), checked.
 
     Returns:
-        (rows, "") or (None, why) when the file is absent or malformed (why names the file and the fields).
+        (rows, "") or (None, why) when the file is absent or malformed, or (for "population") has no measured row
+        (why names the file and the fields).
     """
+    _fields(column)
     if not metrics_csv.is_file():
         return None, f"no {metrics_csv.name} (run directory absent)"
     try:
         with metrics_csv.open(newline="", encoding="utf-8") as stream:
             rows = list(csv.DictReader(stream))
-        curve = [(int(row["step"]), float(row["loss"])) for row in rows]
+        curve = [(int(row["step"]), float(row[column])) for row in rows if column == "loss" or row.get(column)]
     except (OSError, UnicodeDecodeError, csv.Error, KeyError, TypeError, ValueError) as exc:
-        return None, f"{metrics_csv}: unreadable ({type(exc).__name__}: fields step, loss expected)"
+        return None, f"{metrics_csv}: unreadable ({type(exc).__name__}: fields step, {column} expected)"
+    if column != "loss" and not curve:
+        return None, f"{metrics_csv}: no {column} measured"
     if not _increasing(curve):
         return None, f"{metrics_csv}: field step must be increasing and >= 1"
     return curve, ""
@@ -53,13 +72,15 @@ def _increasing(curve: Curve) -> bool:
     return bool(curve) and all(s >= 1 for s in steps) and steps == sorted(set(steps))
 
 
-def load_curves_file(path: Path) -> tuple[dict[str, Curve], dict[str, str]]:
-    """The curves of a ``curves.csv`` and each curve's source; ({}, {}) when the file does not exist.
+def load_curves_file(path: Path, column: str = "loss") -> tuple[dict[str, Curve], dict[str, str]]:
+    """The curves of a ``curves.csv`` (or, for ``column="population"``, a ``population.csv``) and each curve's
+    source; ({}, {}) when the file does not exist.
 
     Raises:
         ValueError: naming the file, the line and the field, for a wrong header, a malformed value, a curve whose
             steps are not increasing, or a run with two sources.
     """
+    fields = _fields(column)
     if not path.is_file():
         return {}, {}
     curves: dict[str, Curve] = {}
@@ -68,18 +89,20 @@ def load_curves_file(path: Path) -> tuple[dict[str, Curve], dict[str, str]]:
         with path.open(newline="", encoding="utf-8") as stream:
             reader = csv.reader(stream)
             header = next(reader, None)
-            if header is None or tuple(header) != FIELDS:
-                raise ValueError(f"{path}: line 1: header must be {','.join(FIELDS)}, got {header!r}")
+            if header is None or tuple(header) != fields:
+                raise ValueError(f"{path}: line 1: header must be {','.join(fields)}, got {header!r}")
             for number, row in enumerate(reader, start=2):
-                if len(row) != len(FIELDS):
-                    raise ValueError(f"{path}: line {number}: {len(FIELDS)} fields expected, got {len(row)}")
+                if len(row) != len(fields):
+                    raise ValueError(f"{path}: line {number}: {len(fields)} fields expected, got {len(row)}")
                 key, step_text, loss_text, source = row
                 if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
                     raise ValueError(f"{path}: line {number}: field hash must be 64 lowercase hex digits")
                 try:
                     step, loss = int(step_text), float(loss_text)
                 except ValueError:
-                    raise ValueError(f"{path}: line {number}: fields step (int) and loss (float) expected") from None
+                    raise ValueError(
+                        f"{path}: line {number}: fields step (int) and {column} (float) expected"
+                    ) from None
                 if sources.setdefault(key, source) != source:
                     raise ValueError(f"{path}: line {number}: run {key[:10]} has two sources")
                 curves.setdefault(key, []).append((step, loss))
@@ -91,12 +114,16 @@ def load_curves_file(path: Path) -> tuple[dict[str, Curve], dict[str, str]]:
     return curves, sources
 
 
-def write_curves_file(path: Path, curves: Mapping[str, Curve], sources: Mapping[str, str]) -> Path:
-    """Write ``curves`` (hash -> rows) with their sources to ``path``, sorted by hash and step (atomically)."""
+def write_curves_file(
+    path: Path, curves: Mapping[str, Curve], sources: Mapping[str, str], column: str = "loss"
+) -> Path:
+    """Write ``curves`` (hash -> rows of ``column``) with their sources to ``path``, sorted by hash and step
+    (atomically)."""
+    fields = _fields(column)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # drivers sharing a store each write their own
     with tmp.open("w", newline="", encoding="utf-8") as stream:
         writer = csv.writer(stream, lineterminator="\n")
-        writer.writerow(FIELDS)
+        writer.writerow(fields)
         for key in sorted(curves):
             for step, loss in curves[key]:
                 writer.writerow([key, step, repr(float(loss)) if math.isfinite(loss) else str(loss), sources[key]])
@@ -105,26 +132,31 @@ def write_curves_file(path: Path, curves: Mapping[str, Curve], sources: Mapping[
 
 
 def collect_curves(out: Path, runs_dir: Path, keys: Iterable[str]) -> Path | None:
-    """Copy the curve of every run of ``keys`` whose run directory has one into ``out/curves.csv`` (keeping the
-    entries already there for runs whose directory is gone); its path, or None when there is no curve at all."""
-    path = out / CURVES_NAME
-    curves, sources = load_curves_file(path)
-    for key in keys:
-        curve, _ = read_metrics_curve(runs_dir / key / "metrics.csv")
-        if curve is not None:
-            curves[key], sources[key] = curve, RUN_SOURCE
-    if not curves:
-        return None
-    return write_curves_file(path, curves, sources)
+    """Copy the curve of every run of ``keys`` whose run directory has one into ``out/curves.csv``, and its population
+    curve, where measured, into ``out/population.csv`` (keeping the entries already there for runs whose directory is
+    gone); the path of curves.csv, or None when there is no curve at all."""
+    keys = list(keys)
+    written: dict[str, Path | None] = {}
+    for column, name in CURVE_FILES.items():
+        path = out / name
+        curves, sources = load_curves_file(path, column)
+        for key in keys:
+            curve, _ = read_metrics_curve(runs_dir / key / "metrics.csv", column)
+            if curve is not None:
+                curves[key], sources[key] = curve, RUN_SOURCE
+        written[column] = write_curves_file(path, curves, sources, column) if curves else None
+    return written["loss"]
 
 
-def run_curve(runs_dir: Path, key: str) -> tuple[Curve | None, str, str]:
-    """A run's curve: from ``runs_dir/<key>/metrics.csv`` when present, else from ``runs_dir``'s sibling
-    ``curves.csv``. Returns (curve or None, why not, source); source is ``run`` or the curves file's recorded one."""
-    curve, why = read_metrics_curve(runs_dir / key / "metrics.csv")
+def run_curve(runs_dir: Path, key: str, column: str = "loss") -> tuple[Curve | None, str, str]:
+    """A run's curve of ``column``: from ``runs_dir/<key>/metrics.csv`` when present, else from ``runs_dir``'s sibling
+    ``curves.csv`` (``population.csv``). Returns (curve or None, why not, source); source is ``run`` or the curves
+    file's recorded one."""
+    curve, why = read_metrics_curve(runs_dir / key / "metrics.csv", column)
     if curve is not None:
         return curve, "", RUN_SOURCE
-    curves, sources = load_curves_file(runs_dir.parent / CURVES_NAME)
+    name = CURVE_FILES[column]
+    curves, sources = load_curves_file(runs_dir.parent / name, column)
     if key in curves:
         return curves[key], "", sources[key]
-    return None, f"{why}; no curve in {CURVES_NAME}", ""
+    return None, f"{why}; no curve in {name}", ""

@@ -96,3 +96,54 @@ def plot_depth_ladder(
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+@dataclass(frozen=True)
+class TrainingAndPopulation:
+    """One run's two curves: the epoch-mean training loss and the population error where it was measured."""
+
+    label: str
+    training: Sequence[tuple[int, float]]
+    population: Sequence[tuple[int, float]]
+
+
+def plot_training_vs_population(
+    runs: Sequence[TrainingAndPopulation], paper: Sequence[tuple[str, float]], path: Path, title: str
+) -> Path:
+    """Each run's training loss (solid) and population error (dashed, markers) against step, log y, with the
+    paper's levels (its figure plots training losses); return ``path``."""
+    fig, ax = plt.subplots(figsize=(8.5, 5.2))
+    colours = plt.get_cmap("tab10")
+    for index, run in enumerate(runs):
+        colour = colours(index % 10)
+        ax.plot(
+            [s for s, _ in run.training],
+            [v for _, v in run.training],
+            color=colour,
+            linewidth=1.2,
+            label=f"{run.label}: training loss",
+        )
+        if run.population:
+            ax.plot(
+                [s for s, _ in run.population],
+                [v for _, v in run.population],
+                color=colour,
+                linestyle="--",
+                marker="o",
+                markersize=2.5,
+                linewidth=1,
+                label=f"{run.label}: population error",
+            )
+    right = max((s for run in runs for s, _ in run.training), default=1)
+    for label, value in paper:
+        ax.axhline(value, color="grey", linestyle=":", linewidth=1)
+        ax.annotate(f"paper: {label}", (right, value), fontsize=7, ha="right", va="bottom", color="dimgray")
+    ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("error (training loss on the set; population error on held-out samples)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -87,7 +87,35 @@ def parameter_line(records: Sequence[Record]) -> str:
     seeds = len(_values(records, "seed"))
     if seeds:
         parts.append(f"{seeds} seed{'s' if seeds != 1 else ''}")
+    if _values(records, "data_seed"):  # some run's data is seeded apart from its initialisation
+        data_seeds = {r["seed"] if r.get("data_seed") is None else r["data_seed"] for r in records if "seed" in r}
+        parts.append(f"data seeds {_joined(sorted(data_seeds))}")
     return ", ".join(parts)
+
+
+def regime_line(records: Sequence[Record]) -> str:
+    """The training-data regime of the runs in one sentence (issue 38): fresh batches, or a fixed set replayed.
+
+    Runs recorded before ``train_batches`` existed trained on fresh batches (their spec has no such field).
+    """
+    trained = [r for r in records if r.get("kind") == "train"]
+    if not trained:
+        return "no training runs"
+    regimes = sorted({(int(r.get("train_batches") or 0), str(r.get("sampler") or "cpu")) for r in trained})
+    parts = []
+    for K, sampler in regimes:
+        if K == 0:
+            parts.append(
+                f"fresh batches every step ({sampler} sampler): the best loss is a training loss on ever-new samples, "
+                "an estimate of the population error"
+            )
+        else:
+            parts.append(
+                f"one fixed set of {K} batches ({sampler} sampler) drawn once and replayed every epoch of {K} steps, "
+                "as the paper's runs: the best loss is the training loss on that set, the population error is "
+                "measured on held-out samples"
+            )
+    return "; ".join(parts)
 
 
 def _ticks(ax: Axes, values: Sequence[float], labels: Mapping[float, str] | None = None) -> None:

@@ -1,6 +1,7 @@
 """Report sections of a sweep that trains prefixes of a long schedule (fig1-d64): each run's curve fitted and
-projected to the schedule's end, and the depth ladder in d. A preset asks for them by name (`Preset.report_sections`:
-"curve-projections", "depth-ladder"); both read the curves from the run directories or the committed curves.csv
+projected to the schedule's end, the depth ladder in d, and each run's training loss beside its population error. A
+preset asks for them by name (`Preset.report_sections`: "curve-projections", "depth-ladder", "training-vs-population");
+all read the curves from the run directories or the committed curves.csv and population.csv
 (`experiments.analysis.run_curves`), so the report regenerates from a fresh clone.
 """
 
@@ -13,11 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from experiments.analysis.best_seed import Record
-from experiments.analysis.compute_scaling import SCALING_INTERVAL
+from experiments.analysis.compute_scaling import SCALING_INTERVAL, floor_text
 from experiments.analysis.curve_projection import project_curve
 from experiments.analysis.run_curves import CURVES_NAME, Curve, run_curve
 from experiments.config import TrainConfig
-from experiments.figures.run_curves import DrawnCurve, plot_depth_ladder, plot_prefix_curves
+from experiments.figures.run_curves import (
+    DrawnCurve,
+    TrainingAndPopulation,
+    plot_depth_ladder,
+    plot_prefix_curves,
+    plot_training_vs_population,
+)
 from experiments.sweeps.preset_kit import Preset
 from experiments.sweeps.runner import RUNS_DIR
 
@@ -33,12 +40,16 @@ def _fmt(value: float) -> str:
 
 
 def _label(record: Record) -> str:
-    return f"d={record['d']} L={record['layers']} r={record['rank']} seed={record['seed']}"
+    data = "" if record.get("data_seed") is None else f" data_seed={record['data_seed']}"
+    return f"d={record['d']} L={record['layers']} r={record['rank']} seed={record['seed']}{data}"
 
 
 def _train_runs(records: Sequence[Record]) -> list[Record]:
     runs = [r for r in records if r.get("kind") == "train"]
-    return sorted(runs, key=lambda r: (-int(r["d"]), int(r["layers"]), -int(r["rank"]), int(r["seed"])))
+    return sorted(
+        runs,
+        key=lambda r: (-int(r["d"]), int(r["layers"]), -int(r["rank"]), int(r["seed"]), int(r.get("data_seed") or 0)),
+    )
 
 
 def _curves(records: Sequence[Record], out: Path) -> tuple[dict[str, Curve], set[str]]:
@@ -95,7 +106,7 @@ def projection_section(
         fit_text = (
             f"not fitted ({projection.epochs} epochs after the warm-up)"
             if fit is None
-            else f"{_fmt(fit.floor)}, {_fmt(fit.exponent)} ({fit.rms_log_residual:.3f}, {fit.runs})"
+            else f"{floor_text(fit)}, {_fmt(fit.exponent)} ({fit.rms_log_residual:.3f}, {fit.runs})"
         )
         trend = "-" if at_end is None else f"{_fmt(at_end[0])} ({_fmt(at_end[1])} to {_fmt(at_end[2])})"
         lines.append(
@@ -159,3 +170,61 @@ def depth_ladder_section(
     name = f"{preset.name}-{scale}-ladder.png"
     path = plot_depth_ladder(rows, paper_ratio, out / name, f"{preset.name} ({scale}): L = 1 / L = 3 at r = d/2")
     return [*lines, f"![{preset.name} {scale} ladder]({name})", "", f"Figure: [{name}]({name}).", ""], [path]
+
+
+def population_section(
+    preset: Preset, records: Sequence[Record], out: Path, scale: str
+) -> tuple[list[str], list[Path]]:
+    """Training loss beside population error (issue 38): each run's best and last epoch loss (on its fixed set when it
+    replays one), its final population error on held-out samples, and the gap between them; one figure of both curves
+    of every run with the paper's values (which are training losses)."""
+    runs = _train_runs(records)
+    lines = [
+        "### Training loss and population error",
+        "",
+        "The training loss is the epoch mean on the batches the run trained on (its fixed set, when it replays one: "
+        "the paper's metric); the population error is the mean error on held-out samples no training set uses "
+        "(`experiments.training.population`), the quantity the theorems bound. The gap is population error minus the "
+        "last epoch's training loss: near 0 on fresh batches, positive where a run has fitted its set (slightly "
+        "negative early in training, where the epoch mean averages models worse than the epoch's last).",
+        "",
+        "| run | training data | best epoch loss | last epoch loss | population error (final) | gap | population "
+        "along the curve (first, lowest, last measured) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    drawn: list[TrainingAndPopulation] = []
+    for r in runs:
+        curve, _, _ = run_curve(out / RUNS_DIR, str(r["hash"]))
+        population, _, _ = run_curve(out / RUNS_DIR, str(r["hash"]), "population")
+        K = int(r.get("train_batches") or 0)
+        data = f"{K} batches replayed" if K else "fresh batches"
+        if curve is None:
+            lines.append(f"| {_label(r)} | {data} | - | - | - | - | no curve yet |")
+            continue
+        final = r.get("population_error")
+        final_text, gap = "-", "-"
+        if isinstance(final, (int, float)) and not isinstance(final, bool):
+            final_text = f"{_fmt(float(final))} +- {float(r.get('population_stderr', math.nan)):.2g}"
+            gap = _fmt(float(final) - curve[-1][1])
+        along = "-"
+        if population:
+            values = [v for _, v in population]
+            along = f"{_fmt(values[0])}, {_fmt(min(values))}, {_fmt(values[-1])} (step {population[-1][0]:,})"
+        lines.append(
+            f"| {_label(r)} | {data} | {_fmt(min(v for _, v in curve))} | {_fmt(curve[-1][1])} | {final_text} | "
+            f"{gap} | {along} |"
+        )
+        drawn.append(TrainingAndPopulation(_label(r), curve, population or []))
+    lines.append("")
+    if not drawn:
+        return lines, []
+    paper = []
+    for layers in (1, 3):
+        for cls, name in (("half", "r=d/2"), ("full", "full rank")):
+            value = _paper_value(preset, {"layers": layers, "rank_class": cls, "width": 1})
+            if value is not None:
+                paper.append((f"L={layers} {name} {value:g}", value))
+    name = f"{preset.name}-{scale}-population.png"
+    title = f"{preset.name} ({scale}): training loss and population error"
+    path = plot_training_vs_population(drawn, paper, out / name, title)
+    return [*lines, f"![{preset.name} {scale} population]({name})", "", f"Figure: [{name}]({name}).", ""], [path]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from experiments.analysis.best_seed import Record
-from experiments.analysis.compute_scaling import PAPER_SAMPLES, PROJECTION_LIMIT, SCALING_INTERVAL
+from experiments.analysis.compute_scaling import PAPER_SAMPLES, PROJECTION_LIMIT, SCALING_INTERVAL, floor_text
 from experiments.figures.scaling import plot_scaling
 from experiments.sweeps.claims import CLAIMS, SCALING_RULES, judge
 from experiments.sweeps.scaling_verdicts import ScalingVerdict, scaling_verdict
@@ -56,7 +56,7 @@ def _fit_text(verdict: ScalingVerdict, cell: str) -> str:
         else f"a {fit.amplitude:.3g}"
     )
     return (
-        f"floor {fit.floor:.3g} +- {se[0]:.2g}, {amplitude}, b {fit.exponent:.3g} +- {se[2]:.2g} "
+        f"floor {floor_text(fit)} +- {se[0]:.2g}, {amplitude}, b {fit.exponent:.3g} +- {se[2]:.2g} "
         f"({fit.runs} runs, rms log residual {fit.rms_log_residual:.3f}){projected}"
     )
 

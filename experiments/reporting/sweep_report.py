@@ -27,9 +27,9 @@ from typing import Any
 
 from experiments.analysis.best_seed import Record
 from experiments.config import TrainConfig
-from experiments.figures.sweeps import DRAWS_PAPER_NUMBERS, FIGURES, parameter_line
+from experiments.figures.sweeps import DRAWS_PAPER_NUMBERS, FIGURES, parameter_line, regime_line
 from experiments.reporting.construction_arms_report import construction_arms_lines
-from experiments.reporting.curve_sections import depth_ladder_section, projection_section
+from experiments.reporting.curve_sections import depth_ladder_section, population_section, projection_section
 from experiments.reporting.scaling_report import claim_records, scaling_section
 from experiments.reporting.tightness_report import band_lines, tightness_section
 from experiments.sweeps.claims import CLAIMS, judge
@@ -54,6 +54,7 @@ EXTRA_SECTIONS: dict[str, Callable[[Preset, Sequence[Record], Path, str], tuple[
     "tightness-bands": lambda preset, records, out, scale: tightness_section(records, out, scale),
     "curve-projections": projection_section,
     "depth-ladder": depth_ladder_section,
+    "training-vs-population": population_section,
 }
 """Report sections a preset may ask for beyond the ones every sweep gets (`Preset.report_sections`): name ->
 ``(preset, records, out, scale) -> (markdown lines, figures written)``."""
@@ -204,6 +205,14 @@ def compare(number: PaperNumber, records: Sequence[Record], cells: Sequence[Pape
     return Comparison(number.label, number.value, ours, len(values), grade, text)
 
 
+def population_text(record: Record) -> str:
+    """A run's population error as "mean +- stderr", or "-" for a run recorded before it was measured."""
+    error, stderr = record.get("population_error"), record.get("population_stderr")
+    if not isinstance(error, (int, float)) or isinstance(error, bool):
+        return "-"
+    return f"{_fmt(float(error))} +- {float(stderr):.2g}" if isinstance(stderr, (int, float)) else _fmt(float(error))
+
+
 def _fmt(value: float) -> str:
     return "nan" if not math.isfinite(value) else f"{value:.3g}"
 
@@ -230,6 +239,8 @@ def sweep_section(
     run_seconds = sum(float(r["seconds"]) for r in records if isinstance(r.get("seconds"), (int, float)))
     lines = [f"## {preset_name} ({scale})", "", preset.description + ".", ""]
     lines.append(f"Parameters: {parameter_line(records)}.")
+    lines.append("")
+    lines.append(f"Training data: {regime_line(records)}.")
     lines.append("")
     lines.append(
         f"Runs: {len(records)} ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}); "
@@ -297,13 +308,18 @@ def sweep_section(
         scaling_lines, drawn = scaling_section(preset_name, every_run, out, scale)
         lines += scaling_lines
         figures += drawn
-    lines += ["| run | status | config | best loss | final loss | seconds |", "|---|---|---|---|---|---|"]
+    lines += [
+        "| run | status | config | best loss | final loss | population error | seconds |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in every_run:
         if r["kind"] == "train":
             desc = (
                 f"d={r['d']} N={r['N']} r={r['rank']} c={r['width']} L={r['layers']} pos={r['positional']} "
                 f"seed={r['seed']}" + (f" steps={r['steps']} T={r['temperature']:g}" if scale == LONG else "")
             ) + (f" p={r['positional_dim']} init={r['init']}" if r.get("init") else "")
+            desc += f" data_seed={r['data_seed']}" if r.get("data_seed") is not None else ""
+            desc += f" K={r['train_batches']}" if r.get("train_batches") else ""
         elif r["kind"] == "least-squares-heads":
             desc = f"d={r['d']} r={r['r']} H={r['H']}: random heads, least-squares output weights"
         else:
@@ -312,6 +328,7 @@ def sweep_section(
         lines.append(
             f"| {r['hash'][:10]} | {r['status']} | {desc} | "
             f"{_fmt(float(best)) if best is not None else '-'} | {_fmt(float(final)) if final is not None else '-'} | "
+            f"{population_text(r)} | "
             f"{_fmt(float(r['seconds'])) if isinstance(r.get('seconds'), (int, float)) else '-'} |"
         )
     lines.append("")

@@ -457,7 +457,7 @@ REPLAY_PRESET = Preset(
         "paper": "4 runs x 100k steps, each extending its cpu prefix",
     },
     rule=D64_CLAIM,
-    report_sections=("curve-projections",),
+    report_sections=("curve-projections", "training-vs-population"),
 )
 
 
