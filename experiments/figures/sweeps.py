@@ -30,6 +30,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from experiments.analysis.best_seed import Record
 from experiments.figures.depth_trained import plot_depth_trained
+from experiments.figures.finite_set import plot_finite_set
 from experiments.figures.trained import plot_trained_vs_bound
 from experiments.sweeps.grading import seed_spread
 from experiments.sweeps.preset_kit import PaperNumber
@@ -425,6 +426,7 @@ FIGURES: dict[str, Callable[..., Path]] = {
     "bound-vs-trained": plot_bound_vs_trained,
     "conjecture6": plot_vs_context,
     "depth": plot_depth_trained,
+    "finite-set": plot_finite_set,
 }
 """Figure kind -> drawing function ``(records, path, title) -> path``."""
 

@@ -39,9 +39,12 @@ def described() -> tuple[dict[str, Any], dict[str, Any]]:
     return recording["presets"], now
 
 
-def test_the_same_presets_exist(described: tuple[dict[str, Any], dict[str, Any]]) -> None:
+def test_every_recorded_preset_still_exists(described: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """The recording covers the presets it recorded; presets added since (fig1-d64-replay, finite-set, ...) are new
+    runs, not changed ones, and are admitted."""
     recorded, now = described
-    assert sorted(now) == sorted(recorded)
+    missing = sorted(set(recorded) - set(now))
+    assert not missing, f"recorded presets that no longer exist: {missing}"
 
 
 @pytest.mark.parametrize(
