@@ -7,11 +7,16 @@ the run directories `attnrank sweep fig1 --scale paper` gives them, or list whic
 The cells are the fig1 paper scale's runs with the given depth, width c = 1, rank in {64, 32, 8} and the given seeds,
 with the --set overrides applied exactly as `attnrank sweep --set` applies them (so the config hashes, and hence the
 run directories SWEEP_DIR/runs/<hash>, are the sweep's own: a sweep driver selecting one of them finds it finished).
+
+With PRESET=fig1-d64-replay in the environment the cells are that preset's paper-scale runs instead (the paper's data
+regime, issue 38) and SEEDS are data seeds; ``finished`` then prints "rank data_seed" with the data seed as the JSON
+value `attnrank sweep --only data_seed=...` matches (null for data seed 0, which equals the run's seed).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -25,7 +30,10 @@ DECIDING_RANKS = (64, 32, 8)
 """Figure 1's deciding ranks at d = 64: full, half and an eighth."""
 
 
-def cells(layers: int, seeds: set[int], sets: list[str]) -> list[TrainConfig]:
+REPLAY_PRESET = "fig1-d64-replay"
+
+
+def cells(layers: int, seeds: set[int], sets: list[str], preset: str = "fig1") -> list[TrainConfig]:
     """The group's configs, in the preset's order, with the overrides of ``sets`` (``--set KEY=VALUE`` words)."""
     if len(sets) % 2 or any(flag != "--set" for flag in sets[0::2]):
         raise ValueError(f"expected --set KEY=VALUE pairs, got {sets}")
@@ -36,28 +44,34 @@ def cells(layers: int, seeds: set[int], sets: list[str]) -> list[TrainConfig]:
             overrides[key] = json.loads(text)
         except json.JSONDecodeError:
             overrides[key] = text
+    if preset not in ("fig1", REPLAY_PRESET):
+        raise ValueError(f"PRESET must be fig1 or {REPLAY_PRESET}, got {preset!r}")
     chosen = [
         c
-        for c in resolve_runs("fig1", "paper", overrides)
+        for c in resolve_runs(preset, "paper", overrides)
         if isinstance(c, TrainConfig)
         and c.layers == layers
         and c.width == 1
         and c.rank in DECIDING_RANKS
-        and c.seed in seeds
+        and (c.data_seed_value if preset == REPLAY_PRESET else c.seed) in seeds
     ]
     if not chosen:
-        raise ValueError(f"no fig1 paper run has layers {layers}, width 1, rank in {DECIDING_RANKS}, seed in {seeds}")
+        raise ValueError(
+            f"no {preset} paper run has layers {layers}, width 1, rank in {DECIDING_RANKS}, seed in {seeds}"
+        )
     return chosen
 
 
 def main(argv: list[str]) -> int:
     action, sweep_dir, layers, seeds, *sets = argv
-    configs = cells(int(layers), {int(s) for s in seeds.split()}, sets)
+    preset = os.environ.get("PRESET", "fig1")
+    configs = cells(int(layers), {int(s) for s in seeds.split()}, sets, preset)
     directories = [Path(sweep_dir) / RUNS_DIR / c.config_hash() for c in configs]
     if action == "finished":
         for config, directory in zip(configs, directories, strict=True):
             if (directory / "result.json").is_file():
-                print(config.rank, config.seed)
+                seed = json.dumps(config.data_seed) if preset == REPLAY_PRESET else config.seed
+                print(config.rank, seed)
         return 0
     if action != "train":
         raise ValueError(f"action must be train or finished, got {action!r}")

@@ -16,10 +16,15 @@
 # its finished runs are then recorded in the group's store by one `attnrank sweep fig1 --scale paper --only ...`
 # driver per run (each finds its run finished), so the store and report are the sweep's own.
 #
+# REGIME=replay trains the paper's data regime instead (issue 38): the fig1-d64-replay preset's paper-scale runs, each
+# replaying one fixed set of 100 batches drawn by the reference's sampler (`--set sampler=device` is not applied: the
+# set is drawn once on the CPU, bitwise the reference's, and moved to the GPU); CALL=4 trains them:
+#   CALL=4  REGIME=replay: L = 3 at r = 32 (data seeds 0, 1) and r = 64 (3 runs, one pack), then L = 1 r = 32, TF32
+#
 # Usage (repository root):
 #   CALL=1 scripts/gpu_fig1_paper.sh [OUT_DIR]          # on the GPU machine; OUT_DIR defaults to $OUT, else runs/
 #   DRY_RUN=1 WORK_DIR=/tmp/w scripts/gpu_fig1_paper.sh /tmp/o   # CPU rehearsal of every call: 2 steps, batch 2, FFN 8
-# Environment: CALL (1, 2, 3; DRY_RUN: "all" by default), STEPS (100000: the whole schedule; fewer trains a prefix),
+# Environment: CALL (1, 2, 3; REGIME=replay: 4; DRY_RUN: "all" by default), REGIME (fresh | replay), STEPS (100000: the whole schedule; fewer trains a prefix),
 # BUDGET_S (420: seconds of training per call, shared by its groups in order), CAPTURE (graph | compile | none),
 # BENCH (0; 1 runs the step benchmark first, its table into OUT_DIR), WORK_DIR (runs/gpu-fig1-paper: run directories
 # with checkpoints, never copied), DRY_RUN (0).
@@ -29,6 +34,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$(pwd)"
 DRY_RUN="${DRY_RUN:-0}"
+REGIME="${REGIME:-fresh}"
 OUT_DIR="${1:-${OUT:-runs/gpu-fig1-paper-out}}"
 WORK_DIR="${WORK_DIR:-runs/gpu-fig1-paper}"
 STEPS="${STEPS:-100000}"
@@ -38,25 +44,39 @@ BENCH="${BENCH:-0}"
 
 fail() { echo "gpu_fig1_paper.sh: error: $1" >&2; exit 2; }
 [[ "$DRY_RUN" == 0 || "$DRY_RUN" == 1 ]] || fail "DRY_RUN must be 0 or 1, got '$DRY_RUN'"
+[[ "$REGIME" == fresh || "$REGIME" == replay ]] || fail "REGIME must be fresh or replay, got '$REGIME'"
 if [[ "$DRY_RUN" == 1 ]]; then CALL="${CALL:-all}"; else CALL="${CALL:-}"; fi
-case "$CALL" in
-  1) GROUPS_OF_CALL="L3-tf32" ;;
-  2) GROUPS_OF_CALL="L3-fp32" ;;
-  3) GROUPS_OF_CALL="L1-tf32 L1-fp32" ;;
-  all) [[ "$DRY_RUN" == 1 ]] || fail "CALL=all is a rehearsal only (DRY_RUN=1); a GPU call is CALL=1, 2 or 3"
-       GROUPS_OF_CALL="L3-tf32 L3-fp32 L1-tf32 L1-fp32" ;;
-  *) fail "CALL must be 1, 2 or 3 (or all with DRY_RUN=1), got '$CALL'" ;;
-esac
+if [[ "$REGIME" == replay ]]; then
+  export PRESET=fig1-d64-replay  # read by scripts/fig1_paper_cells.py
+  case "$CALL" in
+    4|all) [[ "$CALL" == 4 || "$DRY_RUN" == 1 ]] || fail "CALL=all is a rehearsal only (DRY_RUN=1)"
+           GROUPS_OF_CALL="R3-tf32 R1-tf32" ;;
+    *) fail "CALL must be 4 with REGIME=replay (or all with DRY_RUN=1), got '$CALL'" ;;
+  esac
+else
+  PRESET=fig1
+  case "$CALL" in
+    1) GROUPS_OF_CALL="L3-tf32" ;;
+    2) GROUPS_OF_CALL="L3-fp32" ;;
+    3) GROUPS_OF_CALL="L1-tf32 L1-fp32" ;;
+    all) [[ "$DRY_RUN" == 1 ]] || fail "CALL=all is a rehearsal only (DRY_RUN=1); a GPU call is CALL=1, 2 or 3"
+         GROUPS_OF_CALL="L3-tf32 L3-fp32 L1-tf32 L1-fp32" ;;
+    *) fail "CALL must be 1, 2 or 3 (or all with DRY_RUN=1; 4 with REGIME=replay), got '$CALL'" ;;
+  esac
+fi
 [[ "$STEPS" =~ ^[1-9][0-9]*$ ]] && (( STEPS <= 100000 )) || fail "STEPS must be an integer in [1, 100000], got '$STEPS'"
 [[ "$BUDGET_S" =~ ^[1-9][0-9]*$ ]] || fail "BUDGET_S must be an integer >= 1 (seconds), got '$BUDGET_S'"
 [[ " none graph compile " == *" $CAPTURE "* ]] || fail "CAPTURE must be none, graph or compile, got '$CAPTURE'"
 [[ "$BENCH" == 0 || "$BENCH" == 1 ]] || fail "BENCH must be 0 or 1, got '$BENCH'"
 
-SETS=(--set sampler=device --set "capture=$CAPTURE" --set "steps=$STEPS" --set checkpoint_every=10000)
+SAMPLER=(--set sampler=device)   # the replay regime keeps the preset's reference sampler
+[[ "$REGIME" == replay ]] && SAMPLER=()
+SETS=("${SAMPLER[@]}" --set "capture=$CAPTURE" --set "steps=$STEPS" --set checkpoint_every=10000)
 if [[ "$DRY_RUN" == 1 ]]; then
-  # Every run keeps its shape but for FFN width and batch; 2 steps; on the CPU.
-  SETS=(--set sampler=device --set "capture=$CAPTURE" --set steps=2 --set batch_size=2 --set ffn_dim=8
+  # Every run keeps its shape but for FFN width and batch; 2 steps; on the CPU (a replayed set of 1 batch).
+  SETS=("${SAMPLER[@]}" --set "capture=$CAPTURE" --set steps=2 --set batch_size=2 --set ffn_dim=8
         --set log_every=1 --set checkpoint_every=1 --set device=cpu)
+  [[ "$REGIME" == replay ]] && SETS+=(--set train_batches=1)
 fi
 mkdir -p "$OUT_DIR" "$WORK_DIR"
 {
@@ -86,6 +106,8 @@ for group in $GROUPS_OF_CALL; do
     L3-fp32) layers=3; precision=highest; seeds="0" ;;
     L1-tf32) layers=1; precision=high; seeds="0 1 2" ;;
     L1-fp32) layers=1; precision=highest; seeds="0" ;;
+    R3-tf32) layers=3; precision=high; seeds="0 1" ;;   # data seeds (the replay preset's runs share seed 0)
+    R1-tf32) layers=1; precision=high; seeds="0" ;;
   esac
   sweep_dir="$WORK_DIR/fig1-paper-$group"
   group_sets=("${SETS[@]}" --set "matmul_precision=$precision")
@@ -101,9 +123,11 @@ for group in $GROUPS_OF_CALL; do
   # Record each finished run in the group's store: one sweep driver per run (disjoint --only selections), each of
   # which finds its run finished; a run the pack did not finish is left out (its driver would train it).
   drivers=()
+  seed_field=seed
+  [[ "$REGIME" == replay ]] && seed_field=data_seed
   while read -r rank seed; do
-    python -m experiments.cli.main sweep fig1 --scale paper --out "$sweep_dir" "${group_sets[@]}" --workers 1 --no-pack \
-      --only "layers=$layers" --only width=1 --only "rank=$rank" --only "seed=$seed" --no-progress --json \
+    python -m experiments.cli.main sweep "$PRESET" --scale paper --out "$sweep_dir" "${group_sets[@]}" --workers 1 \
+      --no-pack --only "layers=$layers" --only width=1 --only "rank=$rank" --only "$seed_field=$seed" --no-progress --json \
       > "$sweep_dir.record-r$rank-s$seed.json" 2>> "$sweep_dir.record.err" &
     drivers+=($!)
   done < <(python scripts/fig1_paper_cells.py finished "$sweep_dir" "$layers" "$seeds" "${group_sets[@]}")

@@ -74,7 +74,9 @@ def test_dry_run_rehearses_every_call(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"CALL": "4"}, "CALL must be 1, 2 or 3 (or all with DRY_RUN=1), got '4'"),
+        ({"CALL": "4"}, "CALL must be 1, 2 or 3 (or all with DRY_RUN=1; 4 with REGIME=replay), got '4'"),
+        ({"REGIME": "replay", "CALL": "1"}, "CALL must be 4 with REGIME=replay"),
+        ({"REGIME": "fixed"}, "REGIME must be fresh or replay, got 'fixed'"),
         ({"DRY_RUN": "0", "CALL": "all"}, "CALL=all is a rehearsal only"),
         ({"DRY_RUN": "0"}, "CALL must be 1, 2 or 3"),
         ({"STEPS": "200000"}, "STEPS must be an integer in [1, 100000], got '200000'"),
@@ -107,3 +109,33 @@ def test_the_cells_are_figure_1s_deciding_runs_with_the_overrides() -> None:
         module.cells(3, {0}, ["sampler=device"])
     with pytest.raises(ValueError, match="no fig1 paper run has layers 2"):
         module.cells(2, {0}, [])
+
+
+@pytest.mark.slow
+def test_dry_run_rehearses_the_replay_call(tmp_path: Path) -> None:
+    """REGIME=replay: the fig1-d64-replay paper runs, packed by depth, on the reference sampler's fixed set."""
+    out, work = tmp_path / "out", tmp_path / "work"
+    done = _run(out, work, REGIME="replay")
+    assert done.returncode == 0, done.stderr
+    timing = json.loads((out / "timing.json").read_text())
+    assert {group: timing[group]["runs"] for group in timing} == {
+        "R3-tf32": {"finished": 3},
+        "R1-tf32": {"finished": 1},
+    }
+    for group in timing:
+        with sqlite3.connect(f"file:{out / f'fig1-paper-{group}' / 'results.sqlite'}?mode=ro", uri=True) as store:
+            rows = [
+                (json.loads(spec), json.loads(metrics))
+                for spec, metrics in store.execute("SELECT spec, metrics FROM runs")
+            ]
+        assert {(s["sampler"], s["train_batches"], s["steps"], s["seed"]) for s, _ in rows} == {("reference", 1, 2, 0)}
+        assert all(m["population_samples"] == 20_000 for _, m in rows)
+
+
+def test_the_replay_cells_are_the_replay_presets_paper_runs() -> None:
+    module = _cells_module()
+    configs = module.cells(3, {0, 1}, ["--set", "steps=1000"], "fig1-d64-replay")
+    assert sorted((c.rank, c.data_seed_value) for c in configs) == [(32, 0), (32, 1), (64, 0)]
+    assert {(c.sampler, c.train_batches, c.seed, c.steps) for c in configs} == {("reference", 100, 0, 1000)}
+    with pytest.raises(ValueError, match="PRESET must be fig1 or fig1-d64-replay"):
+        module.cells(3, {0}, [], "fig1-d64")
