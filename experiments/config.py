@@ -59,6 +59,12 @@ LATER_FIELDS = {
     "data_seed": None,
 }
 """Fields added after 0.1.0, hashed only when they differ from these defaults (so 0.1.0 result stores still match)."""
+MAX_STEPS = 10**9
+"""The most steps (and schedule or warm-up steps) a run may name: a billion, years of any machine this runs on (a d =
+64 three-layer step takes 0.47 s on one core); beyond it a value is a typo, not a plan."""
+
+LATER_EXECUTION_FIELDS = ("capture",)
+"""Execution fields added after 0.1.0 (a stored spec may lack them, like the LATER_FIELDS)."""
 CURRICULUM_FIELDS = ("curriculum_dims_increment", "curriculum_points_increment", "curriculum_interval")
 """The curriculum's schedule fields, which mean something only when curriculum_dims or curriculum_points is set."""
 CONSTRUCTION_INIT_PREFIX = "construction:"
@@ -247,7 +253,7 @@ class TrainConfig:
         check_real("temperature", self.temperature, minimum=0.0, strict_minimum=True)
         check_choice("positional", self.positional, POSITIONALS)
         check_int("ffn_dim", self.ffn_dim, minimum=1)
-        check_int("steps", self.steps, minimum=1)
+        check_int("steps", self.steps, minimum=1, maximum=MAX_STEPS)
         check_int("batch_size", self.batch_size, minimum=1)
         check_real("lr", self.lr, minimum=0.0, strict_minimum=True, maximum=10.0)  # larger: Adam steps overflow
         if not isinstance(self.betas, (tuple, list)) or len(self.betas) != 2:
@@ -381,8 +387,8 @@ class TrainConfig:
         the run stops at ``steps`` partway along it. warmup_steps > 0 (an absolute warm-up) excludes warmup_fraction
         (which must then be 0) and must be shorter than the schedule.
         """
-        schedule = check_int("schedule_steps", self.schedule_steps, minimum=0)
-        warmup = check_int("warmup_steps", self.warmup_steps, minimum=0)
+        schedule = check_int("schedule_steps", self.schedule_steps, minimum=0, maximum=MAX_STEPS)
+        warmup = check_int("warmup_steps", self.warmup_steps, minimum=0, maximum=MAX_STEPS)
         if schedule and schedule < self.steps:
             raise ValueError(
                 f"schedule_steps must be 0 (the schedule ends at steps) or >= steps = {self.steps}, got {schedule}"
@@ -396,6 +402,12 @@ class TrainConfig:
             raise ValueError(
                 f"warmup_steps must be < the schedule's length {self.schedule_length} (schedule_steps, or steps), "
                 f"got {warmup}"
+            )
+        if not warmup and self.warmup_length >= self.schedule_length:
+            raise ValueError(
+                f"warmup_fraction must leave at least one step of decay: round({self.warmup_fraction!r} x "
+                f"{self.schedule_length}) = {self.warmup_length} warm-up steps of a {self.schedule_length}-step "
+                "schedule (the same rule as warmup_steps)"
             )
 
     @property
@@ -532,6 +544,13 @@ class TrainConfig:
         if "betas" in values and isinstance(values["betas"], list):
             values["betas"] = tuple(values["betas"])
         return cls(**values)
+
+    @classmethod
+    def always_recorded(cls) -> tuple[str, ...]:
+        """The fields every stored spec has carried since 0.1.0 (all but LATER_FIELDS and LATER_EXECUTION_FIELDS): a
+        stored spec without one of them is damaged, not old."""
+        later = set(LATER_FIELDS) | set(LATER_EXECUTION_FIELDS)
+        return tuple(f.name for f in dataclasses.fields(cls) if f.name not in later)
 
     def config_hash(self) -> str:
         """Stable sha256 of the config without the pure execution knobs (EXECUTION_FIELDS)."""

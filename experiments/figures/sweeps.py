@@ -95,26 +95,28 @@ def parameter_line(records: Sequence[Record]) -> str:
 
 
 def regime_line(records: Sequence[Record]) -> str:
-    """The training-data regime of the runs in one sentence (issue 38): fresh batches, or a fixed set replayed.
+    """The training-data regime of the runs in one sentence (issue 38): fresh batches, or fixed sets replayed.
 
     Runs recorded before ``train_batches`` existed trained on fresh batches (their spec has no such field).
     """
     trained = [r for r in records if r.get("kind") == "train"]
     if not trained:
         return "no training runs"
-    regimes = sorted({(int(r.get("train_batches") or 0), str(r.get("sampler") or "cpu")) for r in trained})
     parts = []
-    for K, sampler in regimes:
-        if K == 0:
+    for sampler in sorted({str(r.get("sampler") or "cpu") for r in trained}):
+        sizes = sorted({int(r.get("train_batches") or 0) for r in trained if str(r.get("sampler") or "cpu") == sampler})
+        if 0 in sizes:
             parts.append(
                 f"fresh batches every step ({sampler} sampler): the best loss is a training loss on ever-new samples, "
                 "an estimate of the population error"
             )
-        else:
+        fixed = [K for K in sizes if K > 0]
+        if fixed:
+            count = f"{fixed[0]} batches" if len(fixed) == 1 else f"K = {_joined(fixed)} batches"
             parts.append(
-                f"one fixed set of {K} batches ({sampler} sampler) drawn once and replayed every epoch of {K} steps, "
-                "as the paper's runs: the best loss is the training loss on that set, the population error is "
-                "measured on held-out samples"
+                f"one fixed set of {count} ({sampler} sampler) drawn once and replayed every epoch (one pass over "
+                "the set), as the paper's runs: the best loss is the training loss on that set, the population "
+                "error is measured on held-out samples"
             )
     return "; ".join(parts)
 

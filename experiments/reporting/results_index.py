@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments.reporting.scaling_report import claim_records
-from experiments.reporting.sweep_report import sweep_records
+from experiments.reporting.sweep_report import checked_sweeps, sweep_records
 from experiments.sweeps.claims import CLAIMS, SCALING_RULES, judge
 from experiments.sweeps.scaling_verdicts import scaling_verdict
 from experiments.sweeps.store import ResultsStore
@@ -67,6 +67,10 @@ class SweepEntry:
     numbers: Mapping[str, float]
     scaling: tuple[tuple[str, str, str], ...] = ()
     """(rule name, grade at the top budget with its steps, verdict) per scaling rule of a long sweep."""
+    regime: str = "fresh"
+    """The training data of the sweep's runs: "fresh" or "K = 100 replayed (reference)" (issue 38)."""
+    population: str = "-"
+    """The range of the runs' population errors (held-out samples), "-" where no run recorded one."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,10 @@ def committed_stores(results_dir: Path) -> list[Path]:
     """``<dir>/results.sqlite`` files directly under ``results_dir`` that git tracks (every one found outside git)."""
     results_dir = Path(results_dir)
     listed = _git(results_dir, "ls-files", "-z", "--", f"*/{STORE_NAME}")
-    found = sorted(p for p in results_dir.glob(f"*/{STORE_NAME}") if p.is_file())
+    found = sorted(results_dir.glob(f"*/{STORE_NAME}"))
+    for path in found:
+        if not path.is_file():
+            raise ValueError(f"{path} is not a file (a results store is one SQLite file); remove or rename it")
     if listed is None:
         return found
     tracked = {(results_dir / name).resolve() for name in listed.split("\0") if name}
@@ -155,6 +162,17 @@ def _sweep_entry(store: ResultsStore, preset: str, scale: str) -> SweepEntry:
             top = f"{found.budgets[-1][1].value.upper()} at {found.budgets[-1][0]:,} steps" if found.budgets else "-"
             said = found.text if found.kind in ("reaches", "projected") else found.kind
             scaling.append((rule.name, top, said.split(" (")[0]))
+    trained = [r for r in records if r.get("kind") == "train"]
+    regimes = sorted({(int(r.get("train_batches") or 0), str(r.get("sampler") or "cpu")) for r in trained})
+    regime = "; ".join("fresh" if K == 0 else f"K = {K} replayed ({sampler})" for K, sampler in regimes) or "-"
+    errors = [float(r["population_error"]) for r in records if isinstance(r.get("population_error"), (int, float))]
+    population = (
+        "-"
+        if not errors
+        else _number(errors[0])
+        if len(errors) == 1
+        else f"{_number(min(errors))} - {_number(max(errors))}"
+    )
     return SweepEntry(
         preset=preset,
         scale=scale,
@@ -163,6 +181,8 @@ def _sweep_entry(store: ResultsStore, preset: str, scale: str) -> SweepEntry:
         grade="-" if verdict is None else verdict.grade.value.upper(),
         numbers={} if verdict is None else dict(verdict.numbers),
         scaling=tuple(scaling),
+        regime=regime,
+        population=population,
     )
 
 
@@ -170,7 +190,7 @@ def store_entry(path: Path) -> StoreEntry:
     """Read one store (read-only) into its index entry."""
     path = Path(path)
     with ResultsStore(path, readonly=True) as store:
-        sweeps = tuple(_sweep_entry(store, preset, scale) for preset, scale in store.sweeps())
+        sweeps = tuple(_sweep_entry(store, preset, scale) for preset, scale in checked_sweeps(store))
         rows = store.rows()
     done = [r for r in rows if r.status in ("finished", "diverged")]
     seconds = sum(float(r.seconds) for r in done if r.seconds is not None and math.isfinite(r.seconds))
@@ -227,10 +247,14 @@ def index_lines(results_dir: Path | str) -> list[str]:
         "the verdict's named quantities. Training time is the sum of the runs' seconds; wall time is measured from "
         "the runs' start and end times, per sitting (a gap of more than "
         f"{SITTING_GAP / 60:g} min between runs begins a new sitting, and the time between sittings is not counted). "
-        "No store records the number of workers or the machine's load: each store's README says what was noted.",
+        "No store records the number of workers or the machine's load: each store's README says what was noted. "
+        "Training data: fresh batches every step, or K batches replayed (the paper's regime; the grades then read "
+        "training losses on that set); population error: the range over the sweep's runs of their error on held-out "
+        'samples, where recorded (docs/training.md, "Training data").',
         "",
-        "| store | sweep | runs | grade | numbers | training time | wall time | trained (UTC) | revisions (runs) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| store | sweep | runs | training data | grade | numbers | population error | training time | wall time | "
+        "trained (UTC) | revisions (runs) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for entry in entries:
         walls = " + ".join(_duration(s) for s in entry.sittings) or "-"
@@ -245,7 +269,8 @@ def index_lines(results_dir: Path | str) -> list[str]:
             grade = f"[{sweep.grade}]({report})"
             lines.append(
                 f"| [{entry.name}/]({entry.name}/) | {sweep.preset} ({sweep.scale}) | {sweep.runs} ({statuses}) | "
-                f"{grade} | {numbers} | {_duration(entry.training_seconds)} | {walls} | {days} | {revisions} |"
+                f"{sweep.regime} | {grade} | {numbers} | {sweep.population} | {_duration(entry.training_seconds)} | "
+                f"{walls} | {days} | {revisions} |"
             )
     scaling = [(e.name, s, rule) for e in entries for s in e.sweeps for rule in s.scaling]
     if scaling:
@@ -309,7 +334,11 @@ def render(results_dir: Path | str) -> str:
     block = index_lines(results_dir)
     if not readme.exists():
         return new_readme(block)
-    return spliced(readme.read_text(encoding="utf-8"), block, readme)
+    try:
+        text = readme.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{readme}: not UTF-8 text (byte {exc.start}); the index splices into a text README") from None
+    return spliced(text, block, readme)
 
 
 def write_index(results_dir: Path | str) -> tuple[Path, int]:

@@ -342,15 +342,36 @@ def _open_store(out: Path) -> ResultsStore:
     return ResultsStore(path, readonly=True)
 
 
+def checked_sweeps(store: ResultsStore) -> list[tuple[str, str]]:
+    """The store's (preset, scale) sweeps, each checked before anything is drawn: a preset and scale this version
+    knows, and rows that read back (`ResultsStore.rows` checks every field a report reads). ValueError naming the
+    store and the sweep otherwise, so a damaged store is refused with one line and nothing written."""
+    sweeps = store.sweeps()
+    if not sweeps:
+        raise ValueError(f"{store.path} records no sweep")
+    for preset_name, scale in sweeps:
+        try:
+            preset = get_preset(preset_name)
+        except ValueError:
+            raise ValueError(
+                f"{store.path}: field sweep_runs.preset names no preset of this version: {preset_name!r:.60}"
+            ) from None
+        if scale not in preset.scales:
+            raise ValueError(
+                f"{store.path}: field sweep_runs.scale of preset {preset_name} must be one of "
+                f"{', '.join(preset.scales)}, got {scale!r:.60}"
+            )
+        store.rows(preset_name, scale)
+    return sweeps
+
+
 def write_report(out: Path | str) -> Path:
     """Write ``<out>/report.md`` (and the figures) from ``<out>/results.sqlite`` (opened read-only); its path."""
     out = Path(out)
     lines = ["# attnrank sweep report", "", f"Store: `{store_path(out)}` (read only).", ""]
     figures: list[Path] = []
     with _open_store(out) as store:
-        sweeps = store.sweeps()
-        if not sweeps:
-            raise ValueError(f"{store_path(out)} records no sweep")
+        sweeps = checked_sweeps(store)
         summary = ["| sweep | claim | grade |", "|---|---|---|"]
         body: list[str] = []
         for preset_name, scale in sweeps:

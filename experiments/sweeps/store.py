@@ -37,7 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from experiments.config import TrainConfig
 from experiments.json_files import jsonable
+from experiments.sweeps.run_specs import SPEC_KINDS, spec_from_record
 from theory.validation import check_choice
 
 STATUSES = ("pending", "running", "finished", "diverged", "failed")
@@ -345,7 +347,7 @@ class ResultsStore:
                 query += " AND s.scale = ?"
                 params.append(scale)
             cursor = self.connection.execute(query + " ORDER BY s.scale, s.position", params)
-        return [_row(values) for values in cursor.fetchall()]
+        return [_row(values, self.path) for values in cursor.fetchall()]
 
     @_guarded
     def sweeps(self) -> list[tuple[str, str]]:
@@ -373,21 +375,95 @@ class ResultsStore:
 _COLUMNS = "hash, kind, spec, status, metrics, error, attempts, started, finished, seconds, git_revision, versions"
 
 
-def _row(values: Sequence[Any]) -> RunRow:
+NUMERIC_METRICS = (
+    "final_loss", "best_loss", "seconds", "steps", "population_error", "population_stderr", "population_samples",
+    "error", "error_stderr",
+)  # fmt: skip
+"""Metrics that must be numbers wherever a run records them (non-finite ones are stored as "nan", "inf", "-inf")."""
+NUMERIC_THEOREM2 = (
+    "d", "r", "H", "error", "error_stderr", "n_samples", "error_upper_4se", "bound_lower", "bound_upper",
+)  # fmt: skip
+"""The fields of a theory run's ``theorem2`` evaluation that reports read as numbers."""
+
+
+def _is_number(value: Any) -> bool:
+    """A JSON number, or one of the strings `experiments.json_files.jsonable` writes for non-finite floats."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, (int, float)) or value in ("nan", "inf", "-inf")
+
+
+def _json_object(path: Path, key: str, field: str, text: Any, *, optional: bool) -> dict[str, Any] | None:
+    """A row's JSON column as a dict (None for an optional NULL); StoreError naming the run and the field."""
+    if text is None and optional:
+        return None
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        raise _damaged(path, f"run {str(key)[:10]}: field {field} is not JSON text") from None
+    if not isinstance(value, dict):
+        raise _damaged(path, f"run {str(key)[:10]}: field {field} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _check_metrics(path: Path, key: str, metrics: Mapping[str, Any]) -> None:
+    """StoreError naming the field unless the metrics a report reads have their types."""
+    run = f"run {str(key)[:10]}"
+    for name in NUMERIC_METRICS:
+        if name in metrics and not _is_number(metrics[name]):
+            raise _damaged(path, f"{run}: field metrics.{name} must be a number, got {metrics[name]!r:.40}")
+    theorem2 = metrics.get("theorem2")
+    if theorem2 is not None:
+        if not isinstance(theorem2, dict):
+            raise _damaged(path, f"{run}: field metrics.theorem2 must be a JSON object, got {type(theorem2).__name__}")
+        for name in NUMERIC_THEOREM2:
+            if name in theorem2 and not _is_number(theorem2[name]):
+                raise _damaged(path, f"{run}: field metrics.theorem2.{name} must be a number")
+    for name in ("errors", "head_counts"):
+        values = metrics.get(name)
+        if values is not None and (not isinstance(values, list) or not all(_is_number(v) for v in values)):
+            raise _damaged(path, f"{run}: field metrics.{name} must be a list of numbers")
+
+
+def _row(values: Sequence[Any], path: Path) -> RunRow:
+    """A row read back, checked (the file is untrusted: a report must meet a damaged row as one line naming it)."""
     key, kind, spec, status, metrics, error, attempts, started, finished, seconds, revision, versions = values
+    run = f"run {str(key)[:10]}"
+    if kind not in SPEC_KINDS:
+        raise _damaged(path, f"{run}: field kind must be one of {', '.join(SPEC_KINDS)}, got {kind!r:.40}")
+    if status not in STATUSES:
+        raise _damaged(path, f"{run}: field status must be one of {', '.join(STATUSES)}, got {status!r:.40}")
+    spec_object = _json_object(path, key, "spec", spec, optional=False)
+    assert spec_object is not None
+    if kind == "train":
+        missing = [name for name in TrainConfig.always_recorded() if name not in spec_object]
+        if missing:
+            raise _damaged(path, f"{run}: field spec lacks {', '.join(missing[:3])} (every train spec records it)")
+    try:
+        spec_from_record(kind, spec_object)
+    except (TypeError, ValueError) as exc:
+        raise _damaged(path, f"{run}: field spec is not a valid {kind} spec ({' '.join(str(exc).split())})") from None
+    metrics_object = _json_object(path, key, "metrics", metrics, optional=True)
+    if metrics_object is not None:
+        _check_metrics(path, key, metrics_object)
+    for name, value in (("seconds", seconds), ("started", started), ("finished", finished)):
+        if value is not None and not _is_number(value):
+            raise _damaged(path, f"{run}: field {name} must be a number, got {value!r:.40}")
+    if isinstance(attempts, bool) or not isinstance(attempts, int):
+        raise _damaged(path, f"{run}: field attempts must be an integer, got {attempts!r:.40}")
     return RunRow(
         hash=key,
         kind=kind,
-        spec=json.loads(spec),
+        spec=spec_object,
         status=status,
-        metrics=None if metrics is None else json.loads(metrics),
+        metrics=metrics_object,
         error=error,
-        attempts=int(attempts),
+        attempts=attempts,
         started=started,
         finished=finished,
         seconds=seconds,
         git_revision=revision,
-        versions=None if versions is None else json.loads(versions),
+        versions=_json_object(path, key, "versions", versions, optional=True),
     )
 
 

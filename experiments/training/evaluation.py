@@ -26,7 +26,8 @@ def evaluate_run(
     """The Monte Carlo task error of the model ``config`` starts from, or of ``out_dir``'s checkpoint if it has one.
 
     Args:
-        config: the run (its ``init`` file, or its seed's initialisation, defines the starting model).
+        config: the run (its ``init`` file, or its seed's initialisation, defines the starting model); a config that
+            extends the run in ``out_dir`` along its schedule (more ``steps``) names that run's checkpoint too.
         out_dir: the run directory; a checkpoint of ``config`` there (verified) is evaluated instead, in the run's
             precision (`experiments.training.run_precision.run_dtype`). Read only.
         samples: fresh samples of the task (>= 2).
@@ -43,7 +44,8 @@ def evaluate_run(
     checkpoint = Path(out_dir) / CHECKPOINT_NAME if out_dir is not None else None
     if checkpoint is not None and checkpoint.exists():
         state = load_checkpoint(checkpoint)
-        check_same_config(state["config"], config, checkpoint)
+        if not config.extends(state["config"]):  # the flags of the run's extension name its checkpoint too
+            check_same_config(state["config"], config, checkpoint)
         model.to(run_dtype(checkpoint.parent))  # float64 for a float64 import (import.json), else float32
         try:
             model.load_state_dict(state["model"])

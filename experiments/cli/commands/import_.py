@@ -129,6 +129,10 @@ def run(args: argparse.Namespace) -> int:
         check_output_file(args.out)
         if args.out.exists() and path.exists() and args.out.resolve() == path.resolve():
             raise ValueError("--out names the input file --from FILE; write the weight file elsewhere")
+        if args.out.exists():  # as the reference-encoder import refuses a directory that holds a run
+            raise ValueError(
+                f"--out {str(args.out)!r} exists; an import never overwrites (remove it or choose another)"
+            )
         _check_input(path)
         imported, read = import_torch_mha(path, args.num_heads, args.out)
         meta = imported.metadata

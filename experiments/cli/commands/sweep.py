@@ -20,6 +20,11 @@ def _key_values(items: list[str], flag: str) -> dict[str, Any]:
         key, sep, text = item.partition("=")
         if not sep or not key:
             raise ValueError(f"{flag} expects KEY=VALUE (a TrainConfig field), got {item!r}")
+        if key in values:  # a second value would silently replace the first
+            raise ValueError(
+                f"{flag} names {key} twice ({key}={json.dumps(values[key])} and {item}); give each KEY once "
+                + ("(a run must match every selector)" if flag == "--only" else "(one value per field)")
+            )
         try:
             values[key] = json.loads(text)
         except json.JSONDecodeError:

@@ -137,7 +137,8 @@ def training_below_population_above(records: Sequence[Record]) -> Verdict:
             for K, runs in sorted(((K, v) for (h, K), v in by_cell.items() if h == H), key=lambda kv: kv[0] or math.inf)
         )
         parts.append(
-            f"H={H} (bound {fmt(bound)}): training loss below the bound at K = {below or 'none'}; {cells} (worst seed)"
+            f"H={H} (bound {fmt(bound)}): training loss below the bound at K = {', '.join(map(str, below)) or 'none'}; "
+            f"{cells} (worst seed)"
         )
     text = "; ".join(parts)
     if contradictions:

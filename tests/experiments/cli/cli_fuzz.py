@@ -196,7 +196,14 @@ def bad_argv_table() -> list[tuple[str, list[str]]]:
     cases += _flag_cases(TRAIN, "--lr", ("0", "10.5", "1e10", "inf", "3e38"))
     cases += _flag_cases(TRAIN, "--temperature", ("0", "inf", "infinity"))
     cases += _flag_cases(TRAIN, "--beta1", ("1", "1.5"))
-    cases += _flag_cases(TRAIN, "--warmup-fraction", ("1", "2"))
+    cases += _flag_cases(TRAIN, "--warmup-fraction", ("1", "2", "0.999", "0.75"))  # 2 steps: no step of decay left
+    # issue 41: counts beyond any run (and beyond 64 bits) and the data-regime flags (issue 38)
+    for flag in ("--steps", "--schedule-steps", "--warmup-steps"):
+        cases += _flag_cases(TRAIN, flag, ("1000000001", "9223372036854775808", "99999999999999999999999"))
+    cases += _flag_cases(TRAIN, "--train-batches", ("-1", "3", "1000000000"))
+    cases += _flag_cases(TRAIN, "--data-seed", ("-1", "9223372036854775808"))
+    cases += [[*TRAIN, "--sampler", "reference"], [*TRAIN, "--train-batches", "2", "--log-every", "1"]]
+    cases += [[*TRAIN, "--train-batches", "2", "--sampler", "reference", "--task", "nearest", "--keys", "iid"]]
     # heads of bound: exact parsing, no float, no memory bomb
     cases += _flag_cases(
         BOUND, "--heads", ("0", "-1", "0.5", "1e-5", "x", "", "nan", "inf", "1e999999999999", "1e4096", "2.5")
@@ -221,6 +228,8 @@ def bad_argv_table() -> list[tuple[str, list[str]]]:
     cases += _flag_cases(SWEEP, "--scale", ("", "huge", "paper!"))
     cases += [["sweep", preset, "--out", "newsweep"] for preset in ("", "nope", "FIG1")]
     cases += _flag_cases(SWEEP, "--set", ("noequals", "=3", "nofield=3", "steps=-1", "steps=x", "lr=1e400"))
+    cases += _flag_cases(SWEEP, "--set", ("schedule_steps=99999999999999999999", "steps=1000000001"))
+    cases += [[*SWEEP, "--only", "rank=1", "--only", "rank=2"], [*SWEEP, "--set", "lr=0.1", "--set", "lr=0.2"]]
     cases += _flag_cases(SWEEP, "--backend", ("", "slurm"))
     cases += _flag_cases([*SWEEP, "--backend", "ray"], "--address", ("127.0.0.1:1", "nohostport", "host:99999", ""))
     cases += [[*SWEEP, "--address", "127.0.0.1:1"]]  # address without the ray backend
@@ -315,7 +324,7 @@ def import_argv_table() -> list[tuple[str, list[str]]]:
     cases += _from_cases(IMPORT_MHA, ("ref.ckpt",), 1)  # mislabelled: a whole encoder is not one module
     cases += _from_cases(IMPORT_REFERENCE, ("mha.pt",), 1)  # mislabelled: one module is not an encoder
     cases += _out_cases(IMPORT_MHA)
-    cases += _flag_cases(IMPORT_MHA, "--out", ("decoy.txt/x", "mha.pt"))
+    cases += _flag_cases(IMPORT_MHA, "--out", ("decoy.txt/x", "mha.pt", "good.safetensors"))  # never overwritten
     cases += _flag_cases(IMPORT_MHA, "--task", ("nearest",))  # reference-only flags
     cases += _flag_cases(IMPORT_MHA, "--N", ("3",))
     reference_out = tuple(p for p in PATH_JUNK_NAMES if p != "DIR") + ("decoy.txt", "run", "decoy.txt/x")

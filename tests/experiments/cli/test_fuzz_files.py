@@ -551,3 +551,88 @@ def test_every_damaged_or_mislabelled_import_input_is_refused(capsys, tmp_path) 
         failures.append("corpus files changed")
     print(f"import inputs: {len(corpus)} damaged or mislabelled, {len(failures)} accepted or refused improperly")
     assert len(corpus) >= 100 and not failures, "\n".join(failures)
+
+
+# --- damaged rows of a store (issue 41) ------------------------------------------------------------------------------
+
+ROW_DAMAGES: dict[str, tuple[str, str]] = {
+    "spec-array": ("UPDATE runs SET spec = '[1, 2]' WHERE hash = :key", "field spec must be a JSON object"),
+    "metrics-array": ("UPDATE runs SET metrics = '[]' WHERE hash = :key", "field metrics must be a JSON object"),
+    "spec-not-json": ("UPDATE runs SET spec = 'spec' WHERE hash = :key", "field spec is not JSON"),
+    "spec-without-rank": ("UPDATE runs SET spec = json_remove(spec, '$.rank') WHERE hash = :key", "lacks rank"),
+    "spec-bad-rank": ("UPDATE runs SET spec = json_set(spec, '$.rank', 3) WHERE hash = :key", "not a valid train"),
+    "unknown-kind": ("UPDATE runs SET kind = 'zzz' WHERE hash = :key", "field kind must be one of"),
+    "text-loss": (
+        "UPDATE runs SET metrics = json_set(metrics, '$.best_loss', 'abc') WHERE hash = :key",
+        "field metrics.best_loss must be a number",
+    ),
+    "theorem2-array": (
+        "UPDATE runs SET metrics = json_set(metrics, '$.theorem2', json('[]')) WHERE hash = :key",
+        "field metrics.theorem2 must be a JSON object",
+    ),
+    "text-bound": (
+        "UPDATE runs SET metrics = json_set(metrics, '$.theorem2.bound_lower', 'x') WHERE hash = :key",
+        "metrics.theorem2.bound_lower must be a number",
+    ),
+    "text-seconds": ("UPDATE runs SET seconds = 'slow' WHERE hash = :key", "field seconds must be a number"),
+    "unknown-scale": ("UPDATE sweep_runs SET scale = 'zzz' WHERE hash = :key", "sweep_runs.scale of preset"),
+    "unknown-preset": ("UPDATE sweep_runs SET preset = 'fig9' WHERE hash = :key", "sweep_runs.preset names no"),
+}
+"""Damage to one row of a real store -> what the refusal must say (beside the store's path and the run)."""
+
+
+@pytest.fixture(scope="module")
+def committed_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of a committed store whose runs carry theorem2 evaluations (results/bound-vs-trained-cpu)."""
+    source = Path(__file__).resolve().parents[3] / "results" / "bound-vs-trained-cpu" / "results.sqlite"
+    out = tmp_path_factory.mktemp("committed") / "bound-vs-trained-cpu"
+    out.mkdir()
+    shutil.copyfile(source, out / "results.sqlite")
+    return out
+
+
+@pytest.mark.parametrize("label", list(ROW_DAMAGES))
+def test_every_damaged_row_is_refused_by_report_and_index(committed_store, capsys, tmp_path, label: str) -> None:
+    """`report DIR` and `report --index` meet a damaged row with one line naming the store and the field, exit 2,
+    and write nothing (no report, no figure, no README)."""
+    import sqlite3
+
+    statement, said = ROW_DAMAGES[label]
+    results = tmp_path / "results"
+    copy = results / "store"
+    shutil.copytree(committed_store, copy)
+    with sqlite3.connect(copy / "results.sqlite") as connection:
+        (key,) = connection.execute("SELECT hash FROM runs ORDER BY hash LIMIT 1").fetchone()
+        connection.execute(statement, {"key": key})
+    for argv in (["report", str(copy)], ["report", "--index", str(results)]):
+        before = snapshot(results)
+        outcome = invoke(argv, capsys)
+        assert refusal_problems(outcome, before, snapshot(results)) == [], (argv, outcome.err)
+        assert said in outcome.err and str(copy / "results.sqlite") in outcome.err, outcome.err
+
+
+def test_the_undamaged_copy_is_reported(committed_store, capsys, tmp_path) -> None:
+    """Positive control of the damage cases: the same copy, untouched, reports with exit 0."""
+    copy = tmp_path / "store"
+    shutil.copytree(committed_store, copy)
+    assert invoke(["report", str(copy)], capsys).status == 0 and (copy / "report.md").is_file()
+
+
+def test_a_store_that_is_a_directory_is_refused_by_the_index(committed_store, capsys, tmp_path) -> None:
+    results = tmp_path / "results"
+    shutil.copytree(committed_store, results / "good")
+    (results / "odd" / "results.sqlite").mkdir(parents=True)
+    before = snapshot(results)
+    outcome = invoke(["report", "--index", str(results)], capsys)
+    assert refusal_problems(outcome, before, snapshot(results)) == [] and "is not a file" in outcome.err
+
+
+def test_a_binary_readme_is_refused_by_the_index(committed_store, capsys, tmp_path) -> None:
+    """The index splices into results/README.md: a README that is not text is named, not a UnicodeDecodeError."""
+    results = tmp_path / "results"
+    shutil.copytree(committed_store, results / "good")
+    (results / "README.md").write_bytes(b"\xff\xfe\x00binary\x80")
+    before = snapshot(results)
+    outcome = invoke(["report", "--index", str(results)], capsys)
+    assert refusal_problems(outcome, before, snapshot(results)) == []
+    assert str(results / "README.md") in outcome.err and "not UTF-8" in outcome.err

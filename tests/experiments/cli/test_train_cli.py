@@ -372,3 +372,32 @@ def test_device_path_flags_are_recorded(tmp_path: Path, capsys: pytest.CaptureFi
     record = json.loads((tmp_path / "config.json").read_text())
     assert (record["config"]["sampler"], record["config"]["matmul_precision"]) == ("device", "high")
     assert record["step_path"]["capture"] == "none" and record["step_path"]["matmul_precision"] == "high"
+
+
+def test_eval_only_takes_the_flags_of_the_runs_extension(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41: --eval-only on a prefix of a schedule, given the extension's --steps, scores the prefix's checkpoint
+    (the extension names the same run); a config that is neither the run nor its extension is still refused."""
+    schedule = ["--schedule-steps", "40", "--warmup-steps", "4", "--log-every", "5", "--json"]
+    status, _, _ = run_cli(["train", *TINY_ARGS, *schedule, "--steps", "20", "--out", str(tmp_path)], capsys)
+    assert status == 0
+    status, out, err = run_cli(
+        [
+            "train",
+            *TINY_ARGS,
+            *schedule,
+            "--steps",
+            "40",
+            "--eval-only",
+            "--eval-samples",
+            "50",
+            "--out",
+            str(tmp_path),
+        ],
+        capsys,
+    )
+    assert status == 0, err
+    assert (json.loads(out)["step"], json.loads(out)["source"]) == (20, "checkpoint")
+    status, _, err = run_cli(
+        ["train", *TINY_ARGS, *schedule, "--steps", "40", "--lr", "0.02", "--eval-only", "--out", str(tmp_path)], capsys
+    )
+    assert status == 2 and "belongs to a different config" in err
