@@ -102,7 +102,7 @@ def test_index_reads_only_committed_stores_and_keeps_the_hand_written_text(tmp_p
     assert text.startswith("# Results\n\nHand-written intro.\n\n" + BEGIN + "\n")
     assert text.endswith(END + "\n\n## Notes\n\nkept as typed \n")
     assert "[kept-cpu/](kept-cpu/)" in text and "live-cpu" not in text
-    assert "| icl (cpu) | 8 (finished 8) | [DIRECTION](kept-cpu/report.md#icl-cpu) |" in text
+    assert "| icl (cpu) | 8 (finished 8) | fresh | [DIRECTION](kept-cpu/report.md#icl-cpu) |" in text
     assert "[notes/README.md](notes/README.md)" in text  # a committed folder without a store is linked
     assert "STALE-BLOCK" not in text
     # deterministic: a second run writes the same bytes

@@ -7,9 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from experiments.config import TrainConfig
 from experiments.sweeps.store import ResultsStore, StoreError
 
 PROV = {"git_revision": "abc", "versions": {"torch": "x"}}
+
+
+SPEC = TrainConfig().to_dict()
+"""A valid train spec (rows are checked when read back: a spec must be one a run could have)."""
 
 
 def _store(tmp_path: Path) -> ResultsStore:
@@ -27,7 +32,7 @@ def test_wal_mode_and_schema(tmp_path: Path) -> None:
 
 def test_register_is_idempotent_and_shares_runs_between_sweeps(tmp_path: Path) -> None:
     with _store(tmp_path) as store:
-        runs = [("a", "train", {"seed": 0}), ("b", "train", {"seed": 1})]
+        runs = [("a", "train", {**SPEC, "seed": 0}), ("b", "train", {**SPEC, "seed": 1})]
         assert store.register("p", "quick", runs) == 2
         assert store.register("p", "quick", runs) == 0
         assert store.register("q", "quick", runs[:1]) == 0  # same run in another sweep: no new row
@@ -39,7 +44,7 @@ def test_register_is_idempotent_and_shares_runs_between_sweeps(tmp_path: Path) -
 
 def test_first_result_is_kept_and_survives_reopening(tmp_path: Path) -> None:
     with _store(tmp_path) as store:
-        store.register("p", "quick", [("a", "train", {})])
+        store.register("p", "quick", [("a", "train", SPEC)])
         store.mark_running("a")
         assert store.record_result("a", {"best_loss": 0.5, "seconds": 1.0}, PROV)
         assert not store.record_result("a", {"best_loss": 0.1, "seconds": 2.0}, PROV)  # duplicate finish ignored
@@ -59,7 +64,7 @@ def test_first_result_is_kept_and_survives_reopening(tmp_path: Path) -> None:
 
 def test_diverged_failed_and_retry(tmp_path: Path) -> None:
     with _store(tmp_path) as store:
-        store.register("p", "quick", [("a", "train", {}), ("b", "train", {})])
+        store.register("p", "quick", [("a", "train", SPEC), ("b", "train", SPEC)])
         store.record_result("a", {"diverged": True, "best_loss": float("nan"), "seconds": 1.0}, PROV)
         store.mark_running("b")
         store.record_failure("b", "boom")
@@ -74,7 +79,7 @@ def test_diverged_failed_and_retry(tmp_path: Path) -> None:
 
 def test_concurrent_reader_sees_only_committed_rows(tmp_path: Path) -> None:
     with _store(tmp_path) as writer:
-        writer.register("p", "quick", [("a", "train", {})])
+        writer.register("p", "quick", [("a", "train", SPEC)])
         reader = sqlite3.connect(tmp_path / "results.sqlite")
         writer.connection.execute("BEGIN IMMEDIATE")
         writer.connection.execute("UPDATE runs SET status = 'finished' WHERE hash = 'a'")
@@ -86,7 +91,7 @@ def test_concurrent_reader_sees_only_committed_rows(tmp_path: Path) -> None:
 
 def test_check_constraint_rejects_unknown_status(tmp_path: Path) -> None:
     with _store(tmp_path) as store:
-        store.register("p", "quick", [("a", "train", {})])
+        store.register("p", "quick", [("a", "train", SPEC)])
         with pytest.raises(sqlite3.IntegrityError):
             store.connection.execute("UPDATE runs SET status = 'done' WHERE hash = 'a'")
 
@@ -98,7 +103,7 @@ def test_check_constraint_rejects_unknown_status(tmp_path: Path) -> None:
 
 def _good_store(tmp_path: Path) -> Path:
     with _store(tmp_path) as store:
-        store.register("p", "quick", [(f"k{i}", "train", {"seed": i, "pad": "x" * 2000}) for i in range(20)])
+        store.register("p", "quick", [(f"k{i}", "train", {**SPEC, "seed": i, "init": "x" * 2000}) for i in range(20)])
     return tmp_path / "results.sqlite"
 
 
