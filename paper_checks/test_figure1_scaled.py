@@ -18,9 +18,9 @@ Assumptions / deviations from the paper (stated, applied to every rank alike):
   every rank (we measured rank 8 at 0.576 with temperature 32 and 128 alike: it does not help low rank);
 - one seed, so the seed spread of each rank is a single value.
 
-Grade. The separation is graded by Figure 1's one predicate, `experiments.sweeps.claims.fig1` (the same that grades
-the sweep report), on the paper's metric (lowest epoch-mean training loss, epoch = 50 steps): ``magnitude`` when full
-rank is at least 10x below every lower rank on every seed (the paper's ~47x, 10x being the threshold stated in
+Grade. The separation is graded by Figure 1's one predicate, `experiments.sweeps.studies.fig1.fig1` (the same that
+grades the sweep report), on the paper's metric (lowest epoch-mean training loss, epoch = 50 steps): ``magnitude`` when
+full rank is at least 10x below every lower rank on every seed (the paper's ~47x, 10x being the threshold stated in
 advance). This check reaches that at its scale and asserts ``magnitude``. A fresh Monte Carlo error of each final
 model (20000 samples) is recorded beside it for information, not judged.
 
