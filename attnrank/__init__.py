@@ -19,8 +19,8 @@ Importing models trained elsewhere (docs/import.md):
     import_reference_encoder(path, out_dir, num_heads=..., task=...)                  reference encoder -> run dir
     reference_state_from_encoder(encoder, prefix)                                     our encoder -> reference layout
 Training and sweeping:
-    TrainConfig, train(config, out_dir), train_batched(configs), load_trained_model(out_dir) (in the run's recorded
-    precision: a float64 import comes back float64)
+    TrainConfig, train(config, out_dir), train_packed(configs, out_dirs) (K runs in one process and one step),
+    load_trained_model(out_dir) (in the run's recorded precision: a float64 import comes back float64)
     PRESETS, run_sweep(preset, scale, out)
 The paper's training data (docs/training.md, "Training data"):
     reference_training_set(d, N, batch_size, batches, seed, workers=7) -> (X, target)   the reference's fixed set,
@@ -42,7 +42,8 @@ from experiments.models.reference_layout import reference_state_from_encoder
 from experiments.sweeps.presets import PRESETS
 from experiments.sweeps.runner import run_sweep
 from experiments.training.imported_run import import_reference_encoder
-from experiments.training.loop import train, train_batched
+from experiments.training.loop import train
+from experiments.training.packed import train_packed
 from experiments.training.reference_data import reference_training_set
 from experiments.training.run_precision import load_run_model as load_trained_model
 from theory.bounds import BoundInterval, full_rank_error, min_heads, rank_lower_bound
@@ -78,6 +79,6 @@ __all__ = [
     "torch_mha_export",
     "torch_mha_import",
     "train",
-    "train_batched",
+    "train_packed",
     "weight_file_model",
 ]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Figure 1 on one GPU at a reduced schedule: the whole paper grid (7 ranks x 3 widths x 3 depths x 5 seeds = 315 runs,
 # d = 64, N = 16, FFN 2048, batch 256) at STEPS optimiser steps (default 10000 = 10% of the paper's 100k), the five
-# seeds of every cell trained together in one process (--batch-seeds: stacked parameters + vmap), WORKERS processes
+# seeds of every cell trained together in one process (--batch-seeds: a seed pack, stacked parameters), WORKERS processes
 # sharing the GPU. Records wall time, runs per second, the GPU, and writes the report with the figure.
 #
 # Usage (repository root):

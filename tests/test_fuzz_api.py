@@ -425,17 +425,20 @@ ENTRIES: dict[str, Entry] = {
             "progress_interval": fixed(reals(0.0, strict=True)),
         },
     ),
-    "train_batched": Entry(
-        lambda box: {"configs": [SMALL_RUN]},
+    "train_packed": Entry(
+        lambda box: {"configs": [SMALL_RUN], "out_dirs": ["newpack"], "progress": False, "progress_interval": 10.0},
         {
             "configs": fixed(
                 st.one_of(
                     others(),
                     st.just([]),
                     st.just(["x"]),
-                    st.just([SMALL_RUN, dataclasses.replace(SMALL_RUN, steps=3, seed=1)]),
+                    st.just([SMALL_RUN, dataclasses.replace(SMALL_RUN, steps=3, seed=1)]),  # not one pack
                 )
-            )
+            ),
+            "out_dirs": fixed(st.one_of(others(), st.just([]), st.just(["a", "b"]), st.just([None]))),
+            "progress": fixed(switches()),
+            "progress_interval": fixed(reals(0.0, strict=True)),
         },
     ),
     "run_sweep": Entry(
@@ -576,7 +579,7 @@ def test_every_public_callable_is_fuzzed() -> None:
 
 def test_the_valid_calls_succeed(sandbox: Sandbox, tmp_path: Path) -> None:
     """Every entry's valid arguments are accepted (run in a fresh directory: the valid calls write files)."""
-    skipped = {"run_sweep", "train", "train_batched", "import_reference_encoder"}  # slower; below or elsewhere
+    skipped = {"run_sweep", "train", "train_packed", "import_reference_encoder"}  # slower; below or elsewhere
     with contextlib.chdir(tmp_path):
         for name, entry in ENTRIES.items():
             if name not in skipped:
@@ -587,7 +590,7 @@ def test_the_valid_calls_succeed(sandbox: Sandbox, tmp_path: Path) -> None:
 def test_the_slow_valid_calls_succeed(sandbox: Sandbox, tmp_path: Path) -> None:
     """The entries a sweep or training run stands behind: accepted too (about 20 s on 2 shared cores)."""
     with contextlib.chdir(tmp_path):
-        for name in ("train", "train_batched", "import_reference_encoder", "run_sweep"):
+        for name in ("train", "train_packed", "import_reference_encoder", "run_sweep"):
             _callable(name)(**ENTRIES[name].valid(sandbox))
 
 

@@ -57,9 +57,8 @@ IMPLEMENTATIONS = ("blockwise", "fused", "plain")
   every other case (cross-attention, score bias, full values, hardmax) is computed as by "fused".
 - "fused": one ``scaled_dot_product_attention`` call over all heads for softmax (never stores the (B, H, N_q, N)
   scores); hardmax through explicit scores.
-- "plain": explicit scores, ``torch.softmax`` and a batched matmul (stores the scores). Only plain torch ops, so
-  ``torch.func.vmap`` can batch it (scaled_dot_product_attention has no CPU batching rule): the seed-batched training
-  mode selects it.
+- "plain": explicit scores, ``torch.softmax`` and a batched matmul (stores the scores): the arithmetic written out,
+  the reference the other two are tested against.
 """
 
 

@@ -14,11 +14,11 @@ for the encoder, rank. Runs of an encoder pack are grouped into segments of equa
 is computed on its heads' (K_s B, H, N, r) layout by the same core as the unpacked layer
 (`attention_cores.grouped_attention`).
 
-Supported models (`experiments.packing.packing_refusal` gives the reason for anything else): the paper's encoder
-(`models.encoder`, softmax attention with standard values, any width c, positional encodings none / additive /
-concatenated, not causal) and the theory model (`models.theory_model`, softmax attention with full value maps, the
-query-only update, any depth, concatenated scratch coordinates) on the query tasks. Parameter names are those of the
-unpacked `TaskModel`, so run k's state dict is ``{name: stacked[name][k]}``.
+Supported models (`experiments.packing.unit_key` decides; `packing_refusal` says why anything else is not): the
+paper's encoder (`models.encoder`, softmax attention with standard values, any width c, positional encodings none /
+additive / concatenated, not causal) and the theory model (`models.theory_model`, softmax attention with full value
+maps, the query-only update, any depth, concatenated scratch coordinates) on the query tasks. Parameter names are
+those of the unpacked `TaskModel`, so run k's state dict is ``{name: stacked[name][k]}``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import torch.nn.functional as F
 
 from experiments.config import TrainConfig
 from experiments.models.attention_cores import grouped_attention
-from experiments.packing import pack_signature, packing_refusal
+from experiments.packing import check_one_unit
 from experiments.tasks import Batch, Task
 
 FFN_CHUNK_BYTES = 2 * 2**20
@@ -67,7 +67,7 @@ class PackedNetwork:
 
     Args:
         models: the K freshly built (or restored) unpacked `TaskModel`s; their parameters are copied, not shared.
-        configs: their K configs (same `pack_signature`).
+        configs: their K configs (one unit: `experiments.packing.unit_key` equal).
         task: the common task.
     """
 
@@ -76,13 +76,7 @@ class PackedNetwork:
             raise ValueError(
                 f"models and configs must be non-empty and of equal length, got {len(models)}, {len(configs)}"
             )
-        signatures = {pack_signature(c) for c in configs}
-        if len(signatures) != 1:
-            raise ValueError("the configs of a pack must agree in every field but seed, temperature (and encoder rank)")
-        for config in configs:
-            reason = packing_refusal(config)
-            if reason is not None:
-                raise ValueError(f"config cannot be packed: {reason}")
+        check_one_unit(configs)
         self.configs, self.task, self.K = list(configs), task, len(configs)
         named = [dict(m.named_parameters()) for m in models]
         self.names = list(named[0])

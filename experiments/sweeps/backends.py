@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 
 from experiments.config import TrainConfig, TrainResult
-from experiments.sweeps.work import RunBatch, RunOutcome, RunPack, RunTask, WorkItem
+from experiments.sweeps.work import RunOutcome, RunPack, RunTask, WorkItem
 from theory.validation import check_choice, check_int
 
 BACKENDS = ("local", "ray")
@@ -47,8 +47,9 @@ def _execution() -> ModuleType:
     return execute
 
 
-def execute_item(item: WorkItem) -> list[RunOutcome]:
-    """Execute a single run or a batch in this process (`experiments.sweeps.execute`); never raises."""
+def execute_lazily(item: WorkItem) -> list[RunOutcome]:
+    """`experiments.sweeps.execute.execute_item` behind the deferred import: the picklable top-level function a
+    process pool or a Ray task runs (a single run or a pack, in that process); never raises."""
     outcomes: list[RunOutcome] = _execution().execute_item(item)
     return outcomes
 
@@ -67,7 +68,7 @@ def run_local(tasks: Sequence[WorkItem], workers: int) -> Iterator[RunOutcome]:
     workers = check_int("workers", workers, minimum=1)
     if workers == 1 or len(tasks) <= 1:
         for task in tasks:  # the driver's own torch threads (OMP_NUM_THREADS / torch.set_num_threads) are kept
-            yield from execute_item(task)
+            yield from execute_lazily(task)
         return
     children_before = set(active_children())
     with ProcessPoolExecutor(
@@ -77,7 +78,7 @@ def run_local(tasks: Sequence[WorkItem], workers: int) -> Iterator[RunOutcome]:
         initargs=(threads_per_worker(workers),),
     ) as pool:
         try:
-            pending: set[Future[list[RunOutcome]]] = {pool.submit(execute_item, task) for task in tasks}
+            pending: set[Future[list[RunOutcome]]] = {pool.submit(execute_lazily, task) for task in tasks}
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
@@ -167,11 +168,11 @@ def run_ray(tasks: Sequence[WorkItem], address: str | None = None) -> Iterator[R
     check_ray_address(address)
     if not ray.is_initialized():
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
-    cpu_task = ray.remote(num_cpus=1)(execute_item)
-    gpu_task = ray.remote(num_gpus=1)(execute_item)
+    cpu_task = ray.remote(num_cpus=1)(execute_lazily)
+    gpu_task = ray.remote(num_gpus=1)(execute_lazily)
     refs = {}
     for task in tasks:
-        first = task.tasks[0] if isinstance(task, (RunBatch, RunPack)) else task
+        first = task.tasks[0] if isinstance(task, RunPack) else task
         wants_gpu = first.kind == "train" and str(first.spec.get("device", "auto")).startswith("cuda")
         refs[(gpu_task if wants_gpu else cpu_task).remote(task)] = task
     while refs:
@@ -181,7 +182,7 @@ def run_ray(tasks: Sequence[WorkItem], address: str | None = None) -> Iterator[R
             try:
                 yield from ray.get(ref)
             except Exception as exc:  # noqa: BLE001 - a worker crash (not an exception inside the run)
-                members = task.tasks if isinstance(task, (RunBatch, RunPack)) else (task,)
+                members = task.tasks if isinstance(task, RunPack) else (task,)
                 for member in members:
                     yield RunOutcome(member.key, False, error=f"ray task failed: {type(exc).__name__}: {exc}")
 

@@ -1,4 +1,4 @@
-"""What a sweep worker does: execute one run, a batch of seed-only-different runs, or a pack of runs in this process.
+"""What a sweep worker does: execute one run, or a pack of runs, in this process.
 
 A run is trained (`experiments.training.loop.train`; on Theorem 2's own task its fresh Monte Carlo error is measured
 beside the certified bound, `experiments.analysis.trained`) or, for kind "random-features", solved
@@ -30,9 +30,9 @@ from experiments.config import TrainConfig, TrainResult
 from experiments.json_files import write_json
 from experiments.sweeps.run_specs import RandomFeaturesSpec, spec_from_record
 from experiments.sweeps.solve_least_squares import solve_least_squares_heads
-from experiments.sweeps.work import RunBatch, RunOutcome, RunPack, RunTask, WorkItem
+from experiments.sweeps.work import RunOutcome, RunPack, RunTask, WorkItem
 from experiments.tasks import estimate_task_error
-from experiments.training.loop import train, train_batched
+from experiments.training.loop import train
 from experiments.training.packed import train_packed
 from experiments.training.provenance import provenance
 from experiments.training.run import load_trained_model
@@ -115,27 +115,6 @@ def execute_task(task: RunTask) -> RunOutcome:
         return RunOutcome(task.key, False, error=text)
 
 
-def execute_batch(batch: RunBatch) -> list[RunOutcome]:
-    """Train a batch of seed-only-different runs together; every run's result.json is written; never raises."""
-    try:
-        configs = [TrainConfig.from_dict(t.spec) for t in batch.tasks]
-        with contextlib.ExitStack() as locks:
-            for t in batch.tasks:
-                locks.enter_context(run_directory_lock(Path(t.run_dir)))
-            results = train_batched(configs)
-            for t, c, result in zip(batch.tasks, configs, results, strict=False):
-                write_json(
-                    Path(t.run_dir) / "config.json",
-                    {"config": c.to_dict(), "config_hash": c.config_hash(), **provenance(), "batched": len(configs)},
-                )
-                write_json(Path(t.run_dir) / "result.json", result.to_dict())
-        prov = provenance()
-        return [RunOutcome(t.key, True, r.to_dict(), prov) for t, r in zip(batch.tasks, results, strict=False)]
-    except Exception as exc:  # noqa: BLE001 - every run of the batch is reported failed
-        text = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
-        return [RunOutcome(t.key, False, error=text) for t in batch.tasks]
-
-
 def execute_pack(pack: RunPack) -> list[RunOutcome]:
     """Train a pack of runs together (`experiments.training.packed`), each in its own run directory; never raises.
 
@@ -164,10 +143,8 @@ def execute_pack(pack: RunPack) -> list[RunOutcome]:
 
 
 def execute_item(item: WorkItem) -> list[RunOutcome]:
-    """Execute a single run, a batch or a pack; a list of outcomes either way."""
-    if isinstance(item, RunPack):
-        return execute_pack(item)
-    return execute_batch(item) if isinstance(item, RunBatch) else [execute_task(item)]
+    """Execute a single run or a pack; a list of outcomes either way."""
+    return execute_pack(item) if isinstance(item, RunPack) else [execute_task(item)]
 
 
 def init_worker(threads: int) -> None:

@@ -1,13 +1,12 @@
-"""How a sweep's runs are grouped into units of work: packs (the default), seed batches, or one run each.
+"""How a sweep's runs are grouped into units of work: packs (the default), or one run each.
 
-- Packs (`RunPack`, `experiments.training.packed`): runs that may share a pack (`experiments.packing`: equal configs
-  but for seed, temperature and encoder rank) are trained in one process and one step, each in its own run
-  directory with its own checkpoints, so a killed pack resumes like single runs. Packs hold at most `MAX_PACK` runs, and
-  are cut into smaller packs where that shortens the sweep: a pack is one process, so one large pack could keep one
-  worker busy while the others idle (`_balanced` compares cuts by their estimated makespan). Within a pack, runs are
-  ordered by rank and seed so that runs of equal rank are adjacent (one attention segment each).
-- Seed batches (`RunBatch`, `experiments.training.loop.train_batched`): runs equal up to the seed, stacked by vmap,
-  without checkpoints (the GPU option ``--batch-seeds``).
+Packs (`RunPack`, `experiments.training.packed`): runs whose `experiments.packing.unit_key` is equal (configs equal
+but for seed, data seed, temperature and encoder rank; or, for ``--batch-seeds``, but for the seeds alone) are
+trained in one process and one step, each in its own run directory with its own checkpoints, so a killed pack resumes
+like single runs. Packs hold at most `MAX_PACK` runs, and are cut into smaller packs where that shortens the sweep: a
+pack is one process, so one large pack could keep one worker busy while the others idle (`_balanced` compares cuts by
+their estimated makespan). Within a pack, runs are ordered by rank and seeds so that runs of equal rank are adjacent
+(one attention segment each).
 
 Units are returned longest first (work estimated as steps x layers per run, plus a pack's fixed share), so that the
 longest unit starts first.
@@ -15,31 +14,15 @@ longest unit starts first.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from experiments.config import TrainConfig
-from experiments.packing import pack_signature, packing_refusal
-from experiments.sweeps.work import RunBatch, RunPack, RunTask, WorkItem
+from experiments.packing import PACK_VARYING_FIELDS, unit_key
+from experiments.sweeps.work import RunPack, RunTask, WorkItem
 from theory.validation import check_int
 
 MAX_PACK = 16
 """Most runs trained in one pack (beyond this the pack's tensors grow past the caches and gain little)."""
-
-
-def group_by_seed(tasks: Sequence[RunTask]) -> list[WorkItem]:
-    """Training tasks whose configs are equal up to the seed become one RunBatch (others stay single)."""
-    groups: dict[str, list[RunTask]] = {}
-    items: list[WorkItem] = []
-    for task in tasks:
-        if task.kind != "train" or task.spec.get("init") is not None:
-            items.append(task)
-            continue
-        key = json.dumps({k: v for k, v in task.spec.items() if k != "seed"}, sort_keys=True)
-        groups.setdefault(key, []).append(task)
-    for members in groups.values():
-        items.append(RunBatch(tuple(members)) if len(members) > 1 else members[0])
-    return items
 
 
 PACK_OVERHEAD_RUNS = 0.7
@@ -135,13 +118,20 @@ def _balanced(packs: list[list[RunTask]], singles: list[RunTask], workers: int) 
     return layout(parts)
 
 
-def group_into_packs(tasks: Sequence[RunTask], workers: int = 1, max_pack: int = MAX_PACK) -> list[WorkItem]:
+def group_into_packs(
+    tasks: Sequence[RunTask],
+    workers: int = 1,
+    max_pack: int = MAX_PACK,
+    varying: Sequence[str] = PACK_VARYING_FIELDS,
+) -> list[WorkItem]:
     """The sweep's tasks as units of work: packs of runs that may share one, single runs otherwise (module docstring).
 
     Args:
         tasks: the runs to execute.
         workers: parallel workers that will execute the units (packs are cut to balance them).
         max_pack: most runs per pack (>= 1).
+        varying: the fields the runs of a pack may differ in (`experiments.packing.unit_key`; SEED_FIELDS for
+            ``--batch-seeds``).
 
     Returns:
         RunPack and RunTask items covering every task once, longest first.
@@ -152,13 +142,14 @@ def group_into_packs(tasks: Sequence[RunTask], workers: int = 1, max_pack: int =
     singles: list[RunTask] = []
     for task in tasks:
         config = TrainConfig.from_dict(dict(task.spec)) if task.kind == "train" else None
-        if config is None or packing_refusal(config) is not None:
+        key = None if config is None else unit_key(config, varying)
+        if config is None or key is None:
             singles.append(task)
             continue
-        groups.setdefault(pack_signature(config), []).append((config, task))
+        groups.setdefault(key, []).append((config, task))
     packs: list[list[RunTask]] = []
     for members in groups.values():
-        members.sort(key=lambda pair: (pair[0].rank, pair[0].seed, pair[1].key))
+        members.sort(key=lambda pair: (pair[0].rank, pair[0].seed, pair[0].data_seed_value, pair[1].key))
         ordered = [task for _, task in members]
         packs.extend(_split(ordered, -(-len(ordered) // max_pack)))  # at most max_pack runs each
     packs = _balanced(packs, singles, workers)
@@ -168,4 +159,4 @@ def group_into_packs(tasks: Sequence[RunTask], workers: int = 1, max_pack: int =
 
 
 def _members(item: WorkItem) -> tuple[RunTask, ...]:
-    return item.tasks if isinstance(item, (RunBatch, RunPack)) else (item,)
+    return item.tasks if isinstance(item, RunPack) else (item,)

@@ -6,9 +6,10 @@ that cannot fit is refused before the store or any run directory is created, as 
 
 The memory estimate (`sweep_bytes`) is an upper bound on what the runs executing at the same moment hold. A local
 sweep runs ``workers`` processes; each executes one unit at a time: a single run, a pack of at most
-`experiments.sweeps.grouping.MAX_PACK` runs (``pack=True``), or all seeds of a cell (``batch_seeds=True``). So at most
-``workers x units' size`` runs are in flight, and the bound adds the largest that many per-run estimates, plus each
-worker process's own footprint (`WORKER_BYTES`). A run's estimate:
+`experiments.sweeps.grouping.MAX_PACK` runs that may share one (``pack=True``, or ``batch_seeds=True`` for seed
+packs; `experiments.packing.unit_key` decides). So at most ``workers x units' size`` runs are in flight, and the
+bound adds the largest that many per-run estimates, plus each worker process's own footprint (`WORKER_BYTES`). A run's
+estimate:
 
 - training on the CPU: `experiments.training.memory.training_bytes` (parameters, AdamW state, one step's
   activations; packed runs stack their tensors, so a pack holds the sum of its runs'). A run on a GPU (device
@@ -26,12 +27,12 @@ A Ray sweep runs on the cluster's machines, not this one: its memory is not chec
 from __future__ import annotations
 
 import functools
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from experiments.config import TrainConfig
+from experiments.packing import PACK_VARYING_FIELDS, SEED_FIELDS, unit_key
 from experiments.sweeps.backends import BACKENDS, check_ray_address
 from experiments.sweeps.grouping import MAX_PACK
 from experiments.sweeps.preset_kit import with_overrides
@@ -85,18 +86,18 @@ def run_bytes(spec: RunSpec) -> float:
 def runs_in_flight(specs: Sequence[RunSpec], workers: int, *, pack: bool, batch_seeds: bool) -> int:
     """The most runs executing at the same moment: ``workers`` units at a time, each of at most the unit size.
 
-    Units: one run (``pack`` and ``batch_seeds`` False), a pack of at most MAX_PACK runs (``pack``), or the seeds of
-    one training cell (``batch_seeds``, which takes precedence, as in `run_sweep`).
+    Units: one run (``pack`` and ``batch_seeds`` False), else a pack of the runs with one `experiments.packing.
+    unit_key` (seed packs with ``batch_seeds``), at most MAX_PACK of them, as `run_sweep` groups them.
     """
-    if batch_seeds:
-        cells: dict[str, int] = {}
-        for spec in specs:
-            if isinstance(spec, TrainConfig):  # a cell: the config up to its seed (grouping.group_by_seed)
-                key = json.dumps({k: v for k, v in spec.to_dict().items() if k != "seed"}, sort_keys=True)
-                cells[key] = cells.get(key, 0) + 1
-        unit = max(cells.values(), default=1)
-    else:
-        unit = MAX_PACK if pack else 1
+    if not (pack or batch_seeds):
+        return min(len(specs), workers)
+    varying = SEED_FIELDS if batch_seeds else PACK_VARYING_FIELDS
+    units: dict[str, int] = {}
+    for spec in specs:
+        key = unit_key(spec, varying) if isinstance(spec, TrainConfig) else None
+        if key is not None:
+            units[key] = units.get(key, 0) + 1
+    unit = min(MAX_PACK, max(units.values(), default=1))
     return min(len(specs), workers * unit)
 
 

@@ -26,8 +26,9 @@ from typing import Any
 
 from experiments.analysis.run_curves import collect_curves
 from experiments.config import TrainConfig
+from experiments.packing import PACK_VARYING_FIELDS, SEED_FIELDS
 from experiments.sweeps.backends import run_tasks
-from experiments.sweeps.grouping import group_by_seed, group_into_packs
+from experiments.sweeps.grouping import group_into_packs
 from experiments.sweeps.preflight import check_sweep_request
 from experiments.sweeps.preset_kit import with_overrides
 from experiments.sweeps.presets import get_preset
@@ -205,11 +206,11 @@ def run_sweep(
             registered, so drivers with disjoint selections can share one store (each state change is its own
             transaction).
         progress: show progress over runs on stderr (a bar on a terminal, else a line every 10 s: training/progress).
-        batch_seeds: train the runs that differ only in seed together in one process (stacked parameters,
-            `experiments.training.loop.train_batched`; for GPUs; no mid-run checkpoints, so a killed batch restarts).
+        batch_seeds: pack only the runs that differ in their seeds alone (`experiments.packing.SEED_FIELDS`), even
+            with ``pack`` False.
         pack: train the runs that may share a pack together (`experiments.sweeps.grouping`,
             `experiments.training.packed`: one process and one step for several runs, each in its own run directory
-            with its own checkpoints); False trains every run alone. Ignored with ``batch_seeds``.
+            with its own checkpoints); False trains every run alone.
         rebuild: first rebuild the store from the runs' files (:func:`rebuild_store`; a damaged store is moved
             aside), then run what is left.
 
@@ -249,10 +250,11 @@ def run_sweep(
         with bar:
             for task in tasks:
                 store.mark_running(task.key)
-            if batch_seeds:
-                items = group_by_seed(tasks)
-            elif pack:
-                items = group_into_packs(tasks, workers if workers is not None else (os.cpu_count() or 1))
+            if batch_seeds or pack:
+                varying = SEED_FIELDS if batch_seeds else PACK_VARYING_FIELDS
+                items = group_into_packs(
+                    tasks, workers if workers is not None else (os.cpu_count() or 1), varying=varying
+                )
             else:
                 items = list(tasks)
             for outcome in run_tasks(items, backend, workers=workers, address=address):

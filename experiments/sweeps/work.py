@@ -1,5 +1,4 @@
-"""The units of work of a sweep: one run (RunTask), a seed batch (RunBatch), a pack (RunPack), and what a worker sends
-back (RunOutcome).
+"""The units of work of a sweep: one run (RunTask), a pack (RunPack), and what a worker sends back (RunOutcome).
 
 Shared by the driver (`experiments.sweeps.runner`), the process pools (`experiments.sweeps.backends`) and the code that
 executes a run in a worker (`experiments.sweeps.execute`); plain data, so it imports nothing heavy.
@@ -22,21 +21,14 @@ class RunTask:
 
 
 @dataclass(frozen=True)
-class RunBatch:
-    """Training tasks whose configs differ only in seed, trained together (`training.loop.train_batched`)."""
-
-    tasks: tuple[RunTask, ...]
-
-
-@dataclass(frozen=True)
 class RunPack:
-    """Training tasks whose configs may share a pack (`experiments.packing`), trained in one process and one step
-    (`training.packed.train_packed`), each in its own run directory with its own checkpoints."""
+    """Training tasks whose configs may share a pack (`experiments.packing.unit_key`), trained in one process and one
+    step (`training.packed.train_packed`), each in its own run directory with its own checkpoints."""
 
     tasks: tuple[RunTask, ...]
 
 
-WorkItem = RunTask | RunBatch | RunPack
+WorkItem = RunTask | RunPack
 
 
 @dataclass

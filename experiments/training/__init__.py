@@ -1,2 +1,2 @@
 """Training runs: the schedule, checkpoints, provenance, the run's parts (device, task, model) and the one training loop
-(ordinary runs and seed-batched runs)."""
+(ordinary runs, and packs of runs trained together)."""

@@ -1,4 +1,4 @@
-"""The arguments of `train` and `train_batched`, checked before a run directory is created or a model is built.
+"""The arguments of `train` and `train_packed`, checked before a run directory is created or a model is built.
 
 Each refusal names the argument (TypeError for a wrong type, ValueError for a value out of range, the OSError the
 file system would raise for ``out_dir``); a run that would not fit in the memory available now is refused with the
@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from experiments.config import TrainConfig
+from experiments.packing import check_one_unit
 from experiments.training.memory import check_memory, training_bytes
 from theory.validation import check_bool, check_instance, check_output_dir, check_real
 
@@ -47,20 +48,38 @@ def check_train_arguments(
     return config, directory, progress, interval
 
 
-def check_batched_configs(configs: Any) -> list[TrainConfig]:
-    """`train_batched`'s ``configs``: a non-empty list or tuple of TrainConfig whose stacked runs fit in memory.
+def check_pack_arguments(
+    configs: Any, out_dirs: Any, progress: Any, progress_interval: Any
+) -> tuple[list[TrainConfig], list[Path], bool, float]:
+    """`train_packed`'s arguments, validated (nothing is created): a non-empty list or tuple of TrainConfig whose
+    stacked runs fit in memory, as many distinct run directories, progress and its interval as for `train`.
 
-    Whether they may share a batch (equal up to distinct seeds) is `experiments.training.loop.check_batchable`'s.
+    Whether the configs may share a pack is `experiments.packing.unit_key`'s (`training.packed.check_packable`).
 
     Returns:
-        the configs as a list.
+        (configs, out_dirs as Paths, progress, progress_interval).
     """
     check_instance("configs", configs, (list, tuple), "a non-empty list or tuple of TrainConfig")
     if not configs:
         raise ValueError("configs must be a non-empty list or tuple of TrainConfig, got an empty one")
     checked = [check_instance(f"configs[{i}]", c, TrainConfig, "a TrainConfig") for i, c in enumerate(configs)]
+    try:
+        check_one_unit(checked)
+    except ValueError as exc:
+        raise ValueError(f"configs cannot share one pack: {exc}") from None
+    hashes = [c.config_hash() for c in checked]
+    if len(set(hashes)) != len(hashes):
+        raise ValueError("configs of one pack must be distinct runs (two have the same config hash)")
+    check_instance("out_dirs", out_dirs, (list, tuple), "a list or tuple of run directories, one per config")
+    if len(out_dirs) != len(checked):
+        raise ValueError(f"out_dirs must hold one directory per config ({len(checked)}), got {len(out_dirs)}")
+    directories = [check_output_dir(f"out_dirs[{i}]", d) for i, d in enumerate(out_dirs)]
+    if len({d.resolve() for d in directories}) != len(directories):
+        raise ValueError("out_dirs must be distinct directories (a run directory belongs to one run)")
+    progress = check_bool("progress", progress)
+    interval = check_real("progress_interval", progress_interval, minimum=0.0, strict_minimum=True)
     on_cpu = [c for c in checked if runs_on_cpu(c)]
     if on_cpu:
         total = math.fsum(training_bytes(c) for c in on_cpu)  # stacked: every run's tensors at once
-        check_memory(total, f"{len(on_cpu)} stacked runs' models and activations", "configs")
-    return checked
+        check_memory(total, f"{len(on_cpu)} packed runs' models and activations", "configs")
+    return checked, directories, progress, interval

@@ -1,6 +1,7 @@
-"""The training loop of the experiments: one run with resumable checkpoints, or K seed-only-different runs together.
+"""The training loop of the experiments: one run with resumable checkpoints (:func:`train`); the same loop moves a pack
+of K runs (`experiments.training.packed`).
 
-docs/paper.md section 6: batches of 256 fresh samples, AdamW with warm-up + cosine schedule (`training.schedule`). The
+docs/paper.md section 6: batches of 256 samples, AdamW with warm-up + cosine schedule (`training.schedule`). The
 paper reports the lowest epoch-mean training loss; here an epoch is ``log_every`` consecutive steps (the training
 stream has no natural epochs).
 
@@ -23,40 +24,25 @@ Re-running the same config on the same directory resumes from ``checkpoint.pt``;
 bitwise identical to an uninterrupted one (every source of randomness is restored). A non-finite loss stops the run
 (checked after every step on the CPU, at each epoch end and before each checkpoint on a GPU, where a per-step check
 would synchronise) and marks it diverged; the last finite checkpoint is kept.
-
-Seed-batched mode (:func:`train_batched`): K configs that differ only in their seed are trained by the same loop on
-stacked parameters (``torch.func.stack_module_state``: each parameter gains a leading axis K), all K models evaluated
-on their own batches by one ``torch.func.vmap`` over ``torch.func.functional_call``, one AdamW step on the stacked
-tensors for the sum of the K mean losses. The runs stay independent: the gradient of the sum with respect to model
-k's slice is the gradient of model k's own loss, and AdamW and the schedule act elementwise, so each slice follows
-the trajectory of :func:`train` on its config, up to float rounding (vmapped matmuls may sum in another order; the
-attention layers use their "plain" implementation, which vmap can batch). Each model gets train()'s initialisation
-and batch stream; a run whose epoch mean is not finite is marked diverged while the others go on. There are no
-checkpoints, metrics or run directories: a batch of small runs is restarted as a whole. On a GPU one step of K small
-models costs about as much as one step of one (see benchmarks/bench_batched_training.py).
 """
 
 from __future__ import annotations
 
-import copy
 import csv
 import io
 import json
 import math
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 import torch
-from torch.func import functional_call, stack_module_state, vmap
 
 from experiments.config import TrainConfig, TrainResult
 from experiments.json_files import atomic_write_bytes, write_json
-from experiments.models.attention import use_implementation
 from experiments.tasks import Batch, Task, draw_batch
-from experiments.training.arguments import check_batched_configs, check_train_arguments
+from experiments.training.arguments import check_train_arguments
 from experiments.training.checkpoints import (
     check_resumable,
     remove_stale_temporaries,
@@ -116,31 +102,6 @@ class SingleModel:
         with self.autocast:
             prediction = self.forward_model(batch)
         return self.task.error(prediction.float(), batch.target).mean().unsqueeze(0)  # (1,)
-
-
-class StackedModels:
-    """K models of one architecture as stacked parameters, evaluated together by vmap over functional_call."""
-
-    def __init__(self, models: Sequence[torch.nn.Module], task: Task) -> None:
-        self.task = task
-        self.stacked_parameters, self.stacked_buffers = stack_module_state(list(models))  # each value: (K, *shape)
-        self.parameters = list(self.stacked_parameters.values())
-        self.skeleton = copy.deepcopy(models[0]).to("meta")  # the architecture, without storage
-        use_implementation(self.skeleton, "plain")  # the fused attention paths have no vmap batching rule
-
-    draw = staticmethod(draw_each)
-
-    def _one_loss(self, parameters: dict, buffers: dict, fields: dict[str, torch.Tensor]) -> torch.Tensor:
-        """One model's mean error on its batch (the function vmap batches over K): a 0-d tensor."""
-        batch = Batch(**fields)
-        prediction = functional_call(self.skeleton, (parameters, buffers), (batch,))
-        return self.task.error(prediction.float(), batch.target).mean()
-
-    def losses(self, batches: list[Batch]) -> torch.Tensor:
-        """Mean error of model k on batches[k]: (K,)."""
-        names = ["tokens", "target", "context"] + (["query"] if batches[0].query is not None else [])
-        fields = {name: torch.stack([getattr(b, name) for b in batches]) for name in names}  # each (K, B, ...)
-        return vmap(self._one_loss)(self.stacked_parameters, self.stacked_buffers, fields)  # (K,)
 
 
 # ---------------------------------------------------------------------------------------------- epoch bookkeeping
@@ -555,54 +516,3 @@ def _train_in(config: TrainConfig, files: RunDirectory, progress: bool, progress
         result.extra.update(population_fields(population_error(model, training.task, FINAL_SAMPLES, training.device)))
     write_json(files.result, result.to_dict())
     return result
-
-
-# ------------------------------------------------------------------------------------------- seed-batched runs
-def check_batchable(configs: Sequence[TrainConfig]) -> None:
-    """ValueError unless the configs are >= 1 TrainConfigs that differ only in their seed (distinct seeds)."""
-    if not configs or not all(isinstance(c, TrainConfig) for c in configs):
-        raise ValueError("configs must be a non-empty sequence of TrainConfig")
-    reference = replace(configs[0], seed=0)
-    for config in configs[1:]:
-        if replace(config, seed=0) != reference:
-            differing = [k for k, v in config.to_dict().items() if k != "seed" and v != configs[0].to_dict()[k]]
-            raise ValueError(f"configs of one batch may differ only in seed; these differ in {', '.join(differing)}")
-    seeds = [c.seed for c in configs]
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"configs of one batch need distinct seeds, got {seeds}")
-    if configs[0].init is not None or configs[0].compile or configs[0].bf16:
-        raise ValueError("batched training supports neither init weight files nor compile nor bf16")
-    if configs[0].train_batches or configs[0].data_seed is not None:
-        raise ValueError("batched training supports neither a fixed training set (train_batches) nor a data_seed")
-
-
-def train_batched(configs: Sequence[TrainConfig]) -> list[TrainResult]:
-    """Train K seed-only-different configs together in this process (see the module docstring); no files written.
-
-    Args:
-        configs: K TrainConfigs equal except for distinct seeds.
-
-    Returns:
-        K TrainResults (same meaning as train()'s, ``extra={"batched": K}``, seconds = total / K), in input order.
-    """
-    configs = check_batched_configs(configs)
-    check_batchable(configs)
-    with matmul_precision(configs[0].matmul_precision):
-        return _train_batched_in(configs)
-
-
-def _train_batched_in(configs: list[TrainConfig]) -> list[TrainResult]:
-    """`train_batched` after its checks, under the runs' matmul precision."""
-    first = configs[0]
-    device = resolve_device(first.device)
-    runs = [build_run(c, device) for c in configs]
-    task = runs[0][0]
-    models = [model.train() for _, model in runs]
-    stacked = StackedModels(models, task)
-    optimizer, scheduler = make_optimizer(stacked.parameters, first, optimizer_kind(first, device))
-    samplers = [sampler_generator(c.seed, c.sampler, device) for c in configs]
-    stats = EpochStatistics.fresh(len(configs), device, graded_from=task.full_task_from)
-    training = Training(first, task, stacked, samplers, optimizer, scheduler, stats, device)
-    run_loop(training, LoopHooks(), check_every_step=False)
-    K = len(configs)
-    return training.stats.results(training.step, training.elapsed() / K, {"batched": K})

@@ -15,7 +15,7 @@ its last finite checkpoint is kept, its result says ``diverged``, and the other 
 
 Runs already finished are returned from their ``result.json``. Runs at different steps (a pack killed between two of
 its runs' checkpoints) are packed by step and trained one group after the other. ``seconds`` of each result is the
-pack's wall time divided by the number of runs it trained (as in seed-batched mode).
+pack's wall time divided by the number of runs it trained.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ import torch
 from experiments.config import TrainConfig, TrainResult
 from experiments.json_files import write_json
 from experiments.models.packed import PackedNetwork, pack_models
-from experiments.packing import PACK_VARYING_FIELDS, pack_signature, packing_refusal
 from experiments.tasks import Batch, Task, draw_batch
+from experiments.training.arguments import check_pack_arguments
 from experiments.training.checkpoints import remove_stale_temporaries, save_checkpoint
 from experiments.training.fixed_set import fixed_training_set
 from experiments.training.loop import (
@@ -60,28 +60,6 @@ from experiments.training.schedule import (
 from experiments.training.step_capture import matmul_precision
 
 ADAM_MOMENTS = ("exp_avg", "exp_avg_sq")
-
-
-def check_packable(configs: Sequence[TrainConfig]) -> None:
-    """ValueError unless ``configs`` are >= 1 TrainConfigs that may share a pack (distinct runs, one signature)."""
-    if not configs or not all(isinstance(c, TrainConfig) for c in configs):
-        raise ValueError("configs must be a non-empty sequence of TrainConfig")
-    for config in configs:
-        reason = packing_refusal(config)
-        if reason is not None:
-            raise ValueError(f"config {config.config_hash()[:12]} cannot be packed: {reason}")
-    reference = pack_signature(configs[0])
-    for config in configs[1:]:
-        if pack_signature(config) != reference:
-            first, other = configs[0].to_dict(), config.to_dict()
-            differing = [k for k in first if first[k] != other[k] and k not in (*PACK_VARYING_FIELDS, "rank")]
-            raise ValueError(
-                "configs of one pack may differ only in seed, data_seed, temperature and (encoder) rank; these differ "
-                "in " + (", ".join(differing) or "rank")
-            )
-    hashes = [c.config_hash() for c in configs]
-    if len(set(hashes)) != len(hashes):
-        raise ValueError("configs of one pack must be distinct runs (two have the same config hash)")
 
 
 def draw_packed(
@@ -301,8 +279,8 @@ def train_packed(
     """Train (or resume, or return the finished results of) K runs together, each in its own run directory.
 
     Args:
-        configs: K TrainConfigs that may share a pack (`check_packable`: equal but for seed, temperature and, for
-            the encoder, rank; softmax attention; no init, compile or bf16).
+        configs: K TrainConfigs that may share a pack (`experiments.packing.unit_key`: equal but for seed, data
+            seed, temperature and, for the encoder, rank; softmax attention; no init, compile or bf16).
         out_dirs: K distinct run directories (created if needed), as for `train`.
         progress: report the pack's progress on stderr (`experiments.training.progress.Progress`).
         progress_interval: seconds between progress lines when stderr is not a terminal.
@@ -311,21 +289,15 @@ def train_packed(
         K TrainResults in input order (each also written to its directory's result.json; ``extra`` has ``packed``,
         the number of runs trained together, except for runs that were already finished).
     """
-    configs = list(configs)
-    check_packable(configs)
+    configs, dirs, progress, progress_interval = check_pack_arguments(configs, out_dirs, progress, progress_interval)
     with matmul_precision(configs[0].matmul_precision):
-        return _train_packed_in(configs, out_dirs, progress, progress_interval)
+        return _train_packed_in(configs, dirs, progress, progress_interval)
 
 
 def _train_packed_in(
-    configs: list[TrainConfig], out_dirs: Sequence[Path | str], progress: bool, progress_interval: float
+    configs: list[TrainConfig], dirs: list[Path], progress: bool, progress_interval: float
 ) -> list[TrainResult]:
     """`train_packed` after its checks, under the pack's matmul precision."""
-    dirs = [Path(d) for d in out_dirs]
-    if len(dirs) != len(configs):
-        raise ValueError(f"out_dirs must hold one directory per config ({len(configs)}), got {len(dirs)}")
-    if len({d.resolve() for d in dirs}) != len(dirs):
-        raise ValueError("out_dirs must be distinct directories (a run directory belongs to one run)")
     results: dict[int, TrainResult] = {}
     waiting: dict[int, list[tuple[int, PackMember]]] = {}
     for index, (config, directory) in enumerate(zip(configs, dirs, strict=True)):

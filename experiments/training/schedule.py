@@ -56,7 +56,7 @@ def make_optimizer(
     """AdamW over ``parameters`` with the config's hyper-parameters and the warm-up + cosine schedule (LambdaLR).
 
     Args:
-        parameters: the tensors to train (one model's, or the stacked parameters of seed-batched models).
+        parameters: the tensors to train (one model's, or the stacked parameters of a pack).
         config: lr, betas, weight_decay and the schedule (`TrainConfig.schedule_length`, `warmup_length`).
         kind: the AdamW implementation (`OPTIMIZER_KINDS`, `optimizer_kind`); "capturable" holds the learning rate
             as a float32 tensor on the parameters' device (the scheduler fills it in place each step).

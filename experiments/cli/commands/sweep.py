@@ -71,13 +71,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--batch-seeds",
         action="store_true",
-        help="train runs that differ only in seed together in one process (stacked parameters; for GPUs)",
+        help="pack only runs that differ in their seeds alone (seed and data_seed; default packs: seed, data seed, "
+        "temperature and encoder rank); each run keeps its own directory, checkpoints and evaluation",
     )
     parser.add_argument(
         "--no-pack",
         action="store_true",
-        help="train every run alone (default: runs that may share a pack, equal but for seed, temperature and encoder "
-        "rank, are trained together in one process, each with its own run directory and checkpoints; docs/training.md)",
+        help="train every run alone (default: runs that may share a pack, equal but for seed, data seed, temperature "
+        "and encoder rank, are trained together in one process, each with its own run directory and checkpoints; "
+        "docs/training.md)",
     )
     parser.add_argument(
         "--rebuild-store",

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from experiments.config import TrainConfig
-from experiments.packing import pack_signature
+from experiments.packing import PACK_VARYING_FIELDS, SEED_FIELDS, check_one_unit, unit_key
 from experiments.sweeps import grouping
 from experiments.sweeps.grouping import MAX_PACK, group_into_packs
 from experiments.sweeps.presets import get_preset
@@ -44,7 +44,7 @@ def test_packs_are_cut_to_balance_the_workers() -> None:
         uncut = _members(group_into_packs(tasks, workers=1))
         cut = _members(group_into_packs(tasks, workers=2))
         assert sorted(t.key for p in cut for t in p) == sorted(t.key for t in tasks)
-        assert all(len({pack_signature(TrainConfig.from_dict(t.spec)) for t in p}) == 1 for p in cut)
+        assert all(len({unit_key(TrainConfig.from_dict(t.spec)) for t in p}) == 1 for p in cut)
         assert grouping._makespan(cut, 2) <= grouping._makespan(uncut, 2)
     smoke = _tasks(get_preset("smoke").runs("quick"))  # six runs, one signature
     assert [len(p) for p in _members(group_into_packs(smoke, workers=1))] == [6]
@@ -82,3 +82,39 @@ def test_unpackable_runs_stay_single(fields: dict) -> None:
     configs = [dataclasses.replace(base, seed=s) for s in range(3)]
     items = group_into_packs(_tasks(configs), workers=1)
     assert all(isinstance(item, RunTask) for item in items) and len(items) == 3
+
+
+def _sweeps() -> list[tuple[str, str]]:
+    from experiments.sweeps.presets import PRESETS
+
+    return [(name, scale) for name, preset in PRESETS.items() for scale in preset.scales]
+
+
+@pytest.mark.parametrize("varying", [PACK_VARYING_FIELDS, SEED_FIELDS], ids=["packs", "seed-packs"])
+def test_the_grouping_and_the_run_time_check_agree_on_every_committed_preset(varying: tuple[str, ...]) -> None:
+    """Issue 39: one packing rule. For every preset and scale, the units the sweep's grouping forms are exactly what
+    the run-time check (`check_one_unit`, which `train_packed` and the packed network call) accepts: every pack it
+    forms passes, any two of its packs refuse to merge, and every run it leaves single is refused a pack of its own
+    kind (or is no training run)."""
+    checked = 0
+    for preset, scale in _sweeps():
+        specs = get_preset(preset).runs(scale)
+        configs = {c.config_hash(): c for c in specs if isinstance(c, TrainConfig)}
+        tasks = _tasks(list(configs.values()))
+        units = _members(group_into_packs(tasks, workers=1, max_pack=len(tasks) + 1, varying=varying))
+        packs = [[configs[t.key] for t in unit] for unit in units]
+        alone = [pack for pack in packs if unit_key(pack[0], varying) is None]
+        packs = [pack for pack in packs if unit_key(pack[0], varying) is not None]
+        for pack in packs:
+            check_one_unit(pack, varying)  # accepted: the grouping never forms a pack the run refuses
+        for single in alone:
+            assert len(single) == 1  # a run the rule keeps alone is never grouped
+            with pytest.raises(ValueError, match="cannot be packed"):
+                check_one_unit(single, varying)
+        leaders = [pack[0] for pack in packs]
+        for i, first in enumerate(leaders):
+            for other in leaders[i + 1 :]:
+                with pytest.raises(ValueError):
+                    check_one_unit([first, other], varying)  # two units the grouping kept apart cannot merge
+                checked += 1
+    assert checked > 1000  # the pairs of units compared over all presets (a vacuous pass would compare none)

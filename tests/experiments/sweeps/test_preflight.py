@@ -49,7 +49,9 @@ def test_runs_in_flight_follow_the_units_of_each_grouping() -> None:
     assert runs_in_flight(cells, 1, pack=False, batch_seeds=False) == 1
     assert runs_in_flight(cells, 3, pack=False, batch_seeds=False) == 3
     assert runs_in_flight(cells, 1, pack=False, batch_seeds=True) == 5  # one cell's seeds at once
-    assert runs_in_flight(cells, 1, pack=True, batch_seeds=False) == min(10, MAX_PACK)
+    assert runs_in_flight(cells, 1, pack=True, batch_seeds=False) == min(5, MAX_PACK)  # d differs: two packs
+    same_cell = [dataclasses.replace(SMALL, seed=s) for s in range(MAX_PACK + 3)]
+    assert runs_in_flight(same_cell, 1, pack=True, batch_seeds=False) == MAX_PACK  # a pack holds at most MAX_PACK
     assert runs_in_flight(cells, 100, pack=False, batch_seeds=False) == 10  # never more than the sweep's runs
 
 

@@ -179,9 +179,9 @@ def test_failed_run_is_recorded_and_retried(
         assert all(r.attempts == 2 and r.status == "finished" for r in store.rows())
 
 
-def test_batched_sweep_matches_separate_runs(tmp_path: Path) -> None:
-    """--batch-seeds trains the smoke preset's seed pairs together; losses agree with train() runs to float32
-    rounding (relative 1e-5, ~100 epsilons; see tests/test_batched_training.py)."""
+def test_seed_packed_sweep_matches_separate_runs(tmp_path: Path) -> None:
+    """--batch-seeds packs the smoke preset's seed pairs (and nothing else); losses agree with train() runs to float32
+    rounding (relative 1e-5, ~100 epsilons; see tests/experiments/training/test_packed_training.py)."""
     torch.set_num_threads(1)
     separate = run_sweep(
         "smoke", "quick", tmp_path / "a", workers=1, progress=False, overrides={"steps": 10}, pack=False
@@ -195,8 +195,28 @@ def test_batched_sweep_matches_separate_runs(tmp_path: Path) -> None:
         rb = {r.hash: r.metrics for r in b.rows()}
     assert set(ra) == set(rb)
     for key, metrics in ra.items():
-        assert metrics is not None and rb[key] is not None and rb[key]["batched"] == 2
+        assert metrics is not None and rb[key] is not None and rb[key]["packed"] == 2  # the two seeds of a cell
         assert rb[key]["final_loss"] == pytest.approx(metrics["final_loss"], rel=1e-5)
+
+
+def test_seed_packed_theory_runs_record_their_evaluation(tmp_path: Path) -> None:
+    """Issue 39: --batch-seeds on theory runs (the depth preset's quick grid, seeds 0 and 1) records each run's fresh
+    evaluation: the population error, and Theorem 2's bound beside it (one layer) or the error (two layers)."""
+    torch.set_num_threads(1)
+    summary = run_sweep(
+        "depth", "quick", tmp_path, workers=1, progress=False, overrides={"steps": 10}, batch_seeds=True
+    )
+    assert summary["finished"] == summary["runs"] and summary["failed"] == 0
+    with ResultsStore(store_path(tmp_path)) as store:
+        rows = store.rows()
+    packed = [r for r in rows if r.metrics and r.metrics.get("packed") == 2]
+    assert packed, "no seed pair was packed"
+    for row in rows:
+        assert row.metrics is not None and row.metrics["population_samples"] > 0, row.hash
+        if row.spec["layers"] == 1:
+            assert row.metrics["theorem2"]["bound_lower"] > 0
+        else:
+            assert row.metrics["error_stderr"] > 0
 
 
 def test_packed_sweep_matches_separate_runs(tmp_path: Path) -> None:

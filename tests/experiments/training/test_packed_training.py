@@ -20,7 +20,7 @@ from experiments.config import TrainConfig
 from experiments.tasks import make_task
 from experiments.training import packed
 from experiments.training.loop import train
-from experiments.training.packed import PackHooks, check_packable, train_packed
+from experiments.training.packed import PackHooks, train_packed
 from experiments.training.run import load_trained_model
 
 RTOL = 1e-5
@@ -169,20 +169,23 @@ def test_a_diverging_run_stops_alone(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_refusals_name_the_reason(tmp_path: Path) -> None:
     configs = _encoder_pack()
-    with pytest.raises(
-        ValueError, match="differ only in seed, data_seed, temperature and .encoder. rank; these differ in layers"
-    ):
-        check_packable([configs[0], dataclasses.replace(configs[1], layers=2)])
-    with pytest.raises(ValueError, match="hardmax"):
-        check_packable([dataclasses.replace(configs[0], attention="hardmax")])
-    with pytest.raises(ValueError, match="distinct runs"):
-        check_packable([configs[0], configs[0]])
-    with pytest.raises(ValueError, match="non-empty"):
-        check_packable([])
-    with pytest.raises(ValueError, match="one directory per config"):
-        train_packed(configs[:2], [tmp_path / "a"])
-    with pytest.raises(ValueError, match="distinct directories"):
-        train_packed(configs[:2], [tmp_path / "a", tmp_path / "a"])
+    dirs = [tmp_path / "a", tmp_path / "b"]
+
+    def refused(configs: list[TrainConfig], message: str, out_dirs: list[Path] = dirs) -> None:
+        with pytest.raises(ValueError, match=message):
+            train_packed(configs, out_dirs[: len(configs)] or [tmp_path / "a"])
+        assert not any(d.exists() for d in dirs)  # refused before anything is created
+
+    refused(
+        [configs[0], dataclasses.replace(configs[1], layers=2)],
+        "configs cannot share one pack: .*differ only in seed, data_seed, temperature and .encoder. rank; these "
+        "differ in layers",
+    )
+    refused([dataclasses.replace(configs[0], attention="hardmax")], "hardmax")
+    refused([configs[0], configs[0]], "distinct runs")
+    refused([], "non-empty")
+    refused(configs[:2], "one directory per config", [tmp_path / "a"])
+    refused(configs[:2], "distinct directories", [tmp_path / "a", tmp_path / "a"])
 
 
 @pytest.mark.parametrize("name", ["encoder", "theory"])
