@@ -1,7 +1,8 @@
 """`attnrank report DIR`: DIR/report.md with one PNG per figure and our numbers beside the paper's.
 
 `attnrank report --index DIR` writes the generated part of DIR/README.md instead: the index of the committed stores
-under DIR (`experiments.reporting.results_index`).
+under DIR (`experiments.reporting.results_index`). `attnrank report --docs DIR` (DIR the repository root) rewrites every
+generated block of the docs from its source (`experiments.reporting.doc_blocks`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from experiments.cli.arguments import check_output_file, path_argument
 from experiments.cli.output import emit
+from experiments.reporting.doc_blocks import write_docs
 from experiments.reporting.results_index import README_NAME, write_index
 from experiments.reporting.run_report import is_run_directory, write_run_report
 from experiments.reporting.sweep_report import CSV_NAME, tightness_bands, write_csv, write_report
@@ -42,11 +44,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "DIR/README.md from every committed DIR/<store>/results.sqlite (preset, scale, runs, claim grades, numbers, "
         "training and wall time, revisions), leaving the hand-written rest of the file as it is",
     )
+    parser.add_argument(
+        "--docs",
+        action="store_true",
+        help="DIR is the repository root: rewrite every generated block (between <!-- BEGIN GENERATED: NAME --> and "
+        "<!-- END GENERATED: NAME -->) of README.md, docs/*.md, results/README.md and results/*/README.md from its "
+        "source (stores, benchmark records, the GPU calls' archives), leaving the hand-written rest as it is; a doc "
+        "whose markers do not pair is refused and nothing is written",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.docs:
+        return run_docs(args)
     if args.index:
         return run_index(args)
     if not args.out.is_dir():
@@ -83,4 +95,16 @@ def run_index(args: argparse.Namespace) -> int:
     check_output_file(args.out / README_NAME, "DIR")
     readme, stores = write_index(args.out)
     emit({"index": str(readme), "stores": stores}, as_json=args.json, title=None if args.json else "index written")
+    return 0
+
+
+def run_docs(args: argparse.Namespace) -> int:
+    """`attnrank report --docs DIR`: every generated block of the docs under the repository root DIR."""
+    if args.csv:
+        raise ValueError("--csv applies to a sweep directory, not to --docs (the repository root)")
+    if args.index:
+        raise ValueError("--index and --docs write different files: give one of them")
+    changed, blocks = write_docs(args.out)
+    summary = {"docs": [str(path) for path in changed], "blocks": blocks}
+    emit(summary, as_json=args.json, title=None if args.json else "generated blocks written")
     return 0
