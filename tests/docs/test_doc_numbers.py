@@ -352,6 +352,32 @@ def _random_features_run() -> dict[str, Any]:
     return dict(_bench("random_features_curve_2026-12-02.json"))
 
 
+@cache
+def _crossing_rows() -> tuple[dict[str, str], ...]:
+    """results/theorem3-crossing/biased_crossing.csv (the recorded run behind docs/biased.md's table)."""
+    with (ROOT / "results" / "theorem3-crossing" / "biased_crossing.csv").open(encoding="utf-8") as handle:
+        return tuple(csv.DictReader(handle))
+
+
+def _crossing(d: int, family: str, r: int, H: int | None = None) -> list[float]:
+    """Errors of the rows of one (d, family, r) (and H), by seed."""
+    rows = [x for x in _crossing_rows() if (x["d"], x["family"], x["r"]) == (str(d), family, str(r))]
+    rows = [x for x in rows if H is None or x["H"] == str(H)]
+    assert rows, (d, family, r, H)
+    return [float(x["error"]) for x in sorted(rows, key=lambda x: int(x["seed"]))]
+
+
+def _seeds(values: Sequence[float], spec: str) -> str:
+    return " / ".join(format(v, spec) for v in values)
+
+
+def _store_wall(store: str) -> float:
+    """A one-sitting store's wall time: its first run's start to its last run's end."""
+    with ResultsStore(ROOT / "results" / store / "results.sqlite", readonly=True) as opened:
+        rows = [r for r in opened.rows() if r.started is not None and r.finished is not None]
+    return max(float(r.finished) for r in rows) - min(float(r.started) for r in rows)  # type: ignore[arg-type]
+
+
 # --- code constants --------------------------------------------------------------------------------------------------
 
 
@@ -994,6 +1020,102 @@ STATEMENTS: tuple[Statement, ...] = (
             f(p["speedup"], ".2f"),
             f(p["cpu_ratio"], ".2f"),
         ],
+    ),
+    # docs/biased.md: the recorded Theorem 3 crossing run (results/theorem3-crossing/biased_crossing.csv)
+    Statement(
+        "docs/biased.md",
+        "| 4 | construction | 4 | H = 4: {}, 8: {}, 16: {}, 17: {}, 32: {} (all +-0.0011), **33: {}** |",
+        lambda: [
+            *(f(_crossing(4, "construction", 4, H)[0], ".4f") for H in (4, 8, 16, 17, 32)),
+            f(_crossing(4, "construction", 4, 33)[0], ".0e"),
+        ],
+    ),
+    Statement(
+        "docs/biased.md",
+        "| 4 | constructed | 3, 2, 1 | H = 66, 132, 264: {} (+-0.0011); r = 1, H = 264: {} (+-{},",
+        lambda: [
+            span([e for r in (3, 2, 1) for e in _crossing(4, "constructed", r) if e < 0.2], ".4f").replace("-", " - "),
+            f(_crossing(4, "constructed", 1, 264)[0], ".3f"),
+            f(
+                float(
+                    [
+                        x
+                        for x in _crossing_rows()
+                        if (x["d"], x["family"], x["r"], x["H"]) == ("4", "constructed", "1", "264")
+                    ][0]["stderr"]
+                ),
+                ".2g",
+            ),
+        ],
+    ),
+    Statement(
+        "docs/biased.md",
+        "| 4 | trained | 4 | H = 4 ... 64: {} (+-0.0038), flat in H |",
+        lambda: [span(_crossing(4, "trained", 4), ".4f").replace("-", " - ")],
+    ),
+    Statement(
+        "docs/biased.md",
+        "| 4 | trained | 3 | H = 4: {}, 64: {} (+-0.005) |",
+        lambda: [_seeds(_crossing(4, "trained", 3, 4), ".4f"), _seeds(_crossing(4, "trained", 3, 64), ".4f")],
+    ),
+    Statement(
+        "docs/biased.md",
+        "| 4 | trained | 2 | H = 4: {}, 64: {} (+-0.009) |",
+        lambda: [_seeds(_crossing(4, "trained", 2, 4), ".4f"), _seeds(_crossing(4, "trained", 2, 64), ".4f")],
+    ),
+    Statement(
+        "docs/biased.md",
+        "| 4 | trained | 1 | H = 4: {}, 64: {} (+-0.014 ... 0.048) |",
+        lambda: [_seeds(_crossing(4, "trained", 1, 4), ".4g"), _seeds(_crossing(4, "trained", 1, 64), ".3f")],
+    ),
+    Statement(
+        "docs/biased.md",
+        "| 6 | construction | 6 | H = 6: {}, 12: {}, 24: {}, 37: {}, 48: {}, 72: {} (all +-0.0011), **73: {}** |",
+        lambda: [
+            *(f(_crossing(6, "construction", 6, H)[0], ".4f") for H in (6, 12, 24, 37, 48, 72)),
+            f(_crossing(6, "construction", 6, 73)[0], ".0e"),
+        ],
+    ),
+    Statement(
+        "docs/biased.md",
+        "| 6 | constructed | 5, 3, 1 | H = 146, 292, 584: {} (+-0.0011) |",
+        lambda: [span([e for r in (5, 3, 1) for e in _crossing(6, "constructed", r)], ".4f").replace("-", " - ")],
+    ),
+    Statement(
+        "docs/biased.md",
+        "| 6 | trained | 6 | H = 6 ... 96: {} (+-0.017), flat in H |",
+        lambda: [span(_crossing(6, "trained", 6), ".4f").replace("-", " - ")],
+    ),
+    Statement(
+        "docs/biased.md",
+        "| 6 | trained | 5 | H = 6: {}, 96: {} (+-0.02) |",
+        lambda: [_seeds(_crossing(6, "trained", 5, 6), ".4f"), _seeds(_crossing(6, "trained", 5, 96), ".4f")],
+    ),
+    Statement(
+        "docs/biased.md",
+        "| 6 | trained | 3 | H = 6: {}, 96: {} (+-0.035) |",
+        lambda: [_seeds(_crossing(6, "trained", 3, 6), ".3f"), _seeds(_crossing(6, "trained", 3, 96), ".3f")],
+    ),
+    Statement(
+        "docs/biased.md",
+        "| 6 | trained | 1 | H = 6: {}, 96: {} (+-0.14 ... 0.34) |",
+        lambda: [_seeds(_crossing(6, "trained", 1, 6), ".1f"), _seeds(_crossing(6, "trained", 1, 96), ".2f")],
+    ),
+    # docs/tuning.md: the fig1 cpu table is the committed store's
+    Statement(
+        "docs/tuning.md",
+        "| 1 | {} | {} | {} | {} | {} |",
+        lambda: [_seeds(best("fig1-cpu", layers=1, rank=r), ".4f" if r == 16 else ".3f") for r in (16, 8, 4, 2, 1)],
+    ),
+    Statement(
+        "docs/tuning.md",
+        "| 3 (lr 0.003) | {} | {} | {} | {} | {} |",
+        lambda: [_seeds(best("fig1-cpu", layers=3, rank=r), ".4f" if r == 16 else ".3f") for r in (16, 8, 4, 2, 1)],
+    ),
+    Statement(
+        "docs/tuning.md",
+        "records {} s, {} min, for the same command",
+        lambda: [f(_store_wall("fig1-cpu"), ".0f"), f(_store_wall("fig1-cpu") / 60, ".1f")],
     ),
 )
 
