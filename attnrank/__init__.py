@@ -45,7 +45,7 @@ from experiments.training.imported_run import import_reference_encoder
 from experiments.training.loop import train
 from experiments.training.packed import train_packed
 from experiments.training.reference_data import reference_training_set
-from experiments.training.run_precision import load_run_model as load_trained_model
+from experiments.training.run_model import load_trained_model
 from theory.bounds import BoundInterval, full_rank_error, min_heads, rank_lower_bound
 
 __version__ = package_version()

@@ -27,14 +27,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import torch
 
 from experiments.config import TrainConfig
 from experiments.sweeps.backends import train_configs
 from experiments.sweeps.grading import Grade
 from experiments.sweeps.studies.depth import depth_trained
-from experiments.tasks import estimate_task_error
-from experiments.training.run import load_trained_model
+from experiments.training.evaluation import population_error
+from experiments.training.run_model import load_trained_model
 from theory.bounds import rank_lower_bound
 from theory.majority_vote_error import majority_vote_error
 from theory.monte_carlo import DEFAULT_Z
@@ -43,7 +42,6 @@ pytestmark = pytest.mark.slow  # two 500-step trainings: ~55 s on the shared 2-c
 
 D, P, H = 8, 8, 16
 STEPS = 500
-EVAL_SAMPLES, EVAL_SEED = 20_000, 2025
 
 
 def _config(layers: int) -> TrainConfig:
@@ -78,7 +76,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str, Any]]:
     for (config, run_dir), result in zip(jobs, results, strict=True):
         assert not result.diverged
         _, task, model = load_trained_model(run_dir)
-        estimate = estimate_task_error(model, task, EVAL_SAMPLES, torch.Generator().manual_seed(EVAL_SEED))
+        estimate = population_error(model, task)  # the one recipe: held-out samples
         assert config.heads == H
         out[config.layers] = {
             **config.to_dict(),

@@ -41,12 +41,12 @@ from experiments.config import TrainConfig
 from experiments.sweeps.backends import train_configs
 from experiments.sweeps.grading import Grade
 from experiments.sweeps.studies.fig1 import fig1
-from experiments.tasks import estimate_task_error
-from experiments.training.run import build_run, load_trained_model
+from experiments.training.evaluation import population_error
+from experiments.training.run import build_run
+from experiments.training.run_model import load_trained_model
 
 D, N = 16, 8
 SEED = 0
-EVAL_SAMPLES, EVAL_SEED = 20_000, 999
 BASE = TrainConfig(
     task="farthest",
     d=D,
@@ -72,7 +72,7 @@ def _train_ranks(ranks: tuple[int, ...], root: Path) -> dict[int, dict[str, Any]
     for (config, out_dir), result in zip(jobs, results, strict=True):
         assert not result.diverged, f"rank {config.rank} diverged"
         _, task, model = load_trained_model(out_dir)
-        estimate = estimate_task_error(model, task, EVAL_SAMPLES, torch.Generator().manual_seed(EVAL_SEED))
+        estimate = population_error(model, task)  # the one recipe: held-out samples
         runs[config.rank] = {"result": result, "estimate": estimate, "model": model, "heads": config.heads}
     return runs
 

@@ -5,9 +5,9 @@ An *arm* is a cell of theory-model runs (layers, rank, scratch width p, heads pe
 from scratch (``init`` None) or from the construction its ``init`` recipe names (`experiments.config.ConstructionInit`).
 Per run, from its sweep record (spec fields merged with metrics) and its run directory:
 
-- **start**: the fresh Monte Carlo error of the model the run starts from (`experiments.training.evaluation.
-  evaluate_run` without a checkpoint: the construction, or the seed's random initialisation), 20 000 samples with a
-  fixed evaluation seed, so a report recomputes the same number from the config alone;
+- **start**: the population error of the model the run starts from by the one recipe (`experiments.training.
+  evaluation.evaluate_run` without a checkpoint: the construction, or the seed's random initialisation; 20 000
+  samples of the held-out stream), so a report recomputes the same number from the config alone;
 - **predicted**: the construction's own error at its temperature where theory gives it: Fact 1's exact D_2 error
   (`theory.bounds.full_rank_error`), Theorem 5's exact error averaged over random directions
   (`theory.majority_vote_error.majority_vote_error`; one draw of directions differs from it by about 5%,
@@ -38,7 +38,6 @@ from theory.bounds import full_rank_error
 from theory.majority_vote_error import majority_vote_error
 from theory.monte_carlo import DEFAULT_Z
 
-START_SAMPLES, START_SEED = 20_000, 12345
 """Fresh samples and sampler seed of the step-0 error (the final error uses the same: experiments/sweeps/execute.py)."""
 
 
@@ -122,10 +121,10 @@ def start_error(config: TrainConfig) -> tuple[float, float]:
         config: any training run (its init recipe or file, else its seed's random initialisation).
 
     Returns:
-        The error over `START_SAMPLES` fresh samples drawn with seed `START_SEED`, and its standard error.
+        The population error by the one recipe (`experiments.training.evaluation`) and its standard error.
     """
-    estimate = evaluate_run(config, None, samples=START_SAMPLES, seed=START_SEED)
-    return float(estimate["mse"]), float(estimate["stderr"])
+    estimate = evaluate_run(config, None)
+    return float(estimate["population_error"]), float(estimate["population_stderr"])
 
 
 def steps_to_target(curve: Sequence[tuple[int, float]], target: float) -> int | None:

@@ -26,6 +26,8 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from experiments.training.run_directory import RunDirectory
+
 CURVES_NAME = "curves.csv"
 FIELDS = ("hash", "step", "loss", "source")
 POPULATION_NAME = "population.csv"
@@ -141,7 +143,7 @@ def collect_curves(out: Path, runs_dir: Path, keys: Iterable[str]) -> Path | Non
         path = out / name
         curves, sources = load_curves_file(path, column)
         for key in keys:
-            curve, _ = read_metrics_curve(runs_dir / key / "metrics.csv", column)
+            curve, _ = read_metrics_curve(RunDirectory(runs_dir / key).metrics, column)
             if curve is not None:
                 curves[key], sources[key] = curve, RUN_SOURCE
         written[column] = write_curves_file(path, curves, sources, column) if curves else None
@@ -152,7 +154,7 @@ def run_curve(runs_dir: Path, key: str, column: str = "loss") -> tuple[Curve | N
     """A run's curve of ``column``: from ``runs_dir/<key>/metrics.csv`` when present, else from ``runs_dir``'s sibling
     ``curves.csv`` (``population.csv``). Returns (curve or None, why not, source); source is ``run`` or the curves
     file's recorded one."""
-    curve, why = read_metrics_curve(runs_dir / key / "metrics.csv", column)
+    curve, why = read_metrics_curve(RunDirectory(runs_dir / key).metrics, column)
     if curve is not None:
         return curve, "", RUN_SOURCE
     name = CURVE_FILES[column]

@@ -13,11 +13,11 @@ temperature s is the score scale alone). We report per head and for the sum over
 - numerical rank: singular values above sigma_max * D * eps(float64) (numpy.linalg.matrix_rank's default); a product
   of rank-r maps has numerical rank <= r.
 
-Every run gets a fresh Monte Carlo error on its own task (``task_error``: the training loss's per-sample error, with
-its standard error). The trained error of a one-layer model on Theorem 2's own task (nearest, N = 2, D_2 keys) is
-that estimate, reported next to ``theory.bounds.rank_lower_bound(d, r, H)``. For an in-context
-regression run the error against the number of in-context examples is reported for the model and for the
-least-squares and averaging baselines, on the same fresh samples. The bound holds for
+Every run gets its evaluation by the one recipe (`experiments.training.evaluation`: the population error on its own
+task, the training loss's per-sample error on held-out samples, with its standard error). For a one-layer model on
+Theorem 2's own task (nearest, N = 2, D_2 keys) that estimate is reported next to ``theory.bounds.rank_lower_bound(d,
+r, H)``. For an in-context regression run the error against the number of in-context examples is reported for the
+model and for the least-squares and averaging baselines, on the same held-out samples. The bound holds for
 every H-head rank-r generalized attention, i.e. for query-to-context models whose output is sum_h sum_i w_hi V_h x_i
 (``model="theory"``); the encoder adds the query itself through its residual connection and feeds an FFN, which is
 outside that class, so for it the comparison is reported as "bound_applies": false.
@@ -35,27 +35,22 @@ import numpy.typing as npt
 import torch
 
 from experiments.models.attention import RankedMultiheadAttention
-from experiments.tasks import AveragingBaseline, LeastSquaresBaseline, LinearRegressionTask, Task, estimate_task_error
-from experiments.training.run_precision import IMPORT_RECORD, load_run_model, model_dtype
-from theory.bounds import rank_lower_bound
-from theory.monte_carlo import DEFAULT_Z, MeanAccumulator
+from experiments.tasks import AveragingBaseline, LeastSquaresBaseline, LinearRegressionTask
+from experiments.training.evaluation import (
+    EVAL_BATCH,
+    EVALUATION_SAMPLES,
+    POPULATION_SEED,
+    population_error,
+    population_fields,
+    theorem2_applicable,
+    theorem2_record,
+)
+from experiments.training.run_directory import RunDirectory
+from experiments.training.run_model import load_trained_model, model_dtype
+from theory.monte_carlo import MeanAccumulator
 from theory.validation import check_array, check_int
 
 FloatArray = npt.NDArray[np.float64]
-
-
-def fresh_error_estimate(model: torch.nn.Module, task: Task, n_samples: int, seed: int) -> Any:
-    """The model's Monte Carlo error on ``n_samples`` fresh samples of ``task`` (sampler seeded with ``seed``), on the
-    model's own device and in its own precision (a float64 import is scored in float64)."""
-    return estimate_task_error(
-        model,
-        task,
-        n_samples,
-        torch.Generator().manual_seed(seed),
-        batch_size=8192,
-        device=next(model.parameters()).device,
-        dtype=model_dtype(model),
-    )
 
 
 def angle_to_identity(M: Any) -> float:
@@ -139,61 +134,18 @@ def attention_layers(model: torch.nn.Module) -> list[RankedMultiheadAttention]:
     return [m for m in model.modules() if isinstance(m, RankedMultiheadAttention)]
 
 
-def theorem2_applicable(config: Any) -> bool:
-    """Whether a run trained on Theorem 2's own task: nearest neighbour, N = 2, D_2 keys, one layer."""
-    return config.task == "nearest" and config.N == 2 and config.keys == "orthonormal" and config.layers == 1
-
-
-def trained_vs_bound(
-    config: Any, task: Any, model: torch.nn.Module, n_samples: int = 100_000, seed: int = 12345
-) -> dict[str, Any]:
-    """Fresh Monte Carlo error of a model trained on Theorem 2's task next to rank_lower_bound(d, r, H).
-
-    Args:
-        config: the run's TrainConfig (task nearest, N = 2, orthonormal keys, one layer).
-        task: the run's task.
-        model: the trained model (eval mode).
-        n_samples: Monte Carlo sample size (>= 2).
-        seed: seed of the evaluation sampler (independent of the training stream).
-
-    Returns:
-        dict: error mean, stderr, n_samples, upper end mean + 4 s.e., bound lower/upper, bound_applies, consistent
-        (mean + 4 s.e. >= bound lower), d, r, H.
-    """
-    n_samples = check_int("n_samples", n_samples, minimum=2)
-    if not theorem2_applicable(config):
-        raise ValueError("trained_vs_bound needs a one-layer run on task nearest with N = 2 and orthonormal keys")
-    estimate = fresh_error_estimate(model, task, n_samples, seed)
-    H = config.heads
-    bound = rank_lower_bound(config.d, config.rank, H)
-    upper = estimate.mean + DEFAULT_Z * estimate.stderr
-    return {
-        "d": config.d,
-        "r": config.rank,
-        "H": H,
-        "error": estimate.mean,
-        "error_stderr": estimate.stderr,
-        "n_samples": estimate.n_samples,
-        "error_upper_4se": upper,
-        "bound_lower": bound.lower,
-        "bound_upper": bound.upper,
-        "bound_applies": config.model == "theory",
-        "consistent": bool(upper >= bound.lower),
-    }
-
-
 def icl_error_curves(
-    predictors: dict[str, Any], task: Any, n_samples: int = 20_000, seed: int = 12345, batch_size: int = 4096
+    predictors: dict[str, Any], task: Any, n_samples: int = EVALUATION_SAMPLES, batch_size: int = EVAL_BATCH
 ) -> dict[str, dict[str, list[float]]]:
     """In-context regression error against the number of in-context examples, for several predictors.
 
-    Every predictor sees the same fresh batches (same seed), so the curves are paired.
+    Every predictor sees the same held-out samples (the one recipe's stream, `training.evaluation`), so the curves
+    are paired.
 
     Args:
         predictors: name -> callable(batch) -> (B, N) predictions (a trained TaskModel, LeastSquaresBaseline, ...).
         task: a LinearRegressionTask.
-        n_samples: Monte Carlo samples (>= 2).
-        seed: seed of the evaluation sampler.
+        n_samples: held-out samples (>= 2).
         batch_size: samples per forward pass.
 
     Returns:
@@ -204,7 +156,7 @@ def icl_error_curves(
     n_samples = check_int("n_samples", n_samples, minimum=2)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     accumulators = {name: MeanAccumulator((task.N,)) for name in predictors}
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(POPULATION_SEED)
     done = 0
     with torch.no_grad():
         while done < n_samples:
@@ -229,29 +181,6 @@ def icl_error_curves(
     return curves
 
 
-def task_error(task: Any, model: torch.nn.Module, n_samples: int = 100_000, seed: int = 12345) -> dict[str, Any]:
-    """Fresh Monte Carlo error of a model on its own task (the training loss's per-sample error, `experiments.tasks`).
-
-    Args:
-        task: the run's task.
-        model: the model (eval mode).
-        n_samples: Monte Carlo sample size (>= 2).
-        seed: seed of the evaluation sampler (independent of the training stream).
-
-    Returns:
-        dict: task, error (mean), error_stderr, n_samples, seed.
-    """
-    n_samples = check_int("n_samples", n_samples, minimum=2)
-    estimate = fresh_error_estimate(model, task, n_samples, seed)
-    return {
-        "task": task.name,
-        "error": estimate.mean,
-        "error_stderr": estimate.stderr,
-        "n_samples": estimate.n_samples,
-        "seed": seed,
-    }
-
-
 def imported_source(path: Path) -> str:
     """One line naming what an imported run was read from (its import.json: format and source file), checked."""
     try:
@@ -263,20 +192,20 @@ def imported_source(path: Path) -> str:
     return f"{record['format']}: {record['source']}"
 
 
-def analyze_run(out_dir: Path, n_samples: int = 100_000, seed: int = 12345) -> dict[str, Any]:
-    """Analyse a run directory: attention layers and, for Theorem 2's task, trained error vs bound.
+def analyze_run(out_dir: Path, samples: int = EVALUATION_SAMPLES) -> dict[str, Any]:
+    """Analyse a run directory: its attention layers and its evaluation by the one recipe.
 
     Args:
-        out_dir: a run directory of `experiments.training.loop.train`.
-        n_samples: Monte Carlo samples for the error estimate.
-        seed: evaluation sampler seed.
+        out_dir: a run directory of `experiments.training.loop.train` (or of ``attnrank import``).
+        samples: held-out samples of the evaluation (default the recipe's, `training.evaluation`).
 
     Returns:
         dict with "run" (config summary; "imported_from" for a run of `attnrank import`), "layers" (per layer: sum
-        and per-head summaries), "task_error" (fresh Monte Carlo error on the run's task) and, where they apply,
-        "theorem2" and "icl".
+        and per-head summaries), the population keys (``population_error``, ``population_stderr``,
+        ``population_samples``) and, where they apply, "theorem2" (Theorem 2's bound beside that estimate) and "icl"
+        (the error by number of in-context examples, the model's beside two baselines).
     """
-    config, task, model = load_run_model(Path(out_dir))  # float64 for a float64 import, else float32
+    config, task, model = load_trained_model(Path(out_dir))  # float64 for a float64 import, else float32
     report: dict[str, Any] = {
         "run": {
             "out": str(out_dir),
@@ -290,18 +219,14 @@ def analyze_run(out_dir: Path, n_samples: int = 100_000, seed: int = 12345) -> d
         },
         "layers": [analyze_layer(layer) for layer in attention_layers(model)],
     }
-    imported = Path(out_dir) / IMPORT_RECORD
+    imported = RunDirectory(Path(out_dir)).import_record
     if imported.is_file():
         report["run"]["imported_from"] = imported_source(imported)
+    estimate = population_error(model, task, samples)
+    report.update(population_fields(estimate))
     if theorem2_applicable(config):
-        bound = trained_vs_bound(config, task, model, n_samples=n_samples, seed=seed)
-        report["theorem2"] = bound
-        # The same samples (same seed and batches) as task_error would draw: reuse them.
-        error_keys = ("error", "error_stderr", "n_samples")
-        report["task_error"] = {"task": task.name, **{k: bound[k] for k in error_keys}, "seed": seed}
-    else:
-        report["task_error"] = task_error(task, model, n_samples=n_samples, seed=seed)
+        report["theorem2"] = theorem2_record(config, estimate)
     if config.task == "icl":
         predictors = {"model": model, "least_squares": LeastSquaresBaseline(), "averaging": AveragingBaseline()}
-        report["icl"] = icl_error_curves(predictors, task, n_samples=min(n_samples, 20_000), seed=seed)
+        report["icl"] = icl_error_curves(predictors, task, n_samples=samples)
     return report

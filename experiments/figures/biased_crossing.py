@@ -56,9 +56,6 @@ FAMILIES = ("construction", "constructed", "trained")
 FLOOR_LEVEL = 1.0 / 40.0
 """The absolute error level of docs/biased.md's floor tables (`experiments.analysis.biased_tables`)."""
 
-EVAL_SEED = 12345
-"""Seed of the fresh evaluation contexts of the trained models (independent of every training stream)."""
-
 
 @dataclasses.dataclass(frozen=True)
 class CrossingRow:
@@ -203,7 +200,7 @@ def trained_rows(
                 run_dir = run_root / f"d{d}_r{r}_H{H}_s{seed}"
                 start = time.perf_counter()
                 result = train(config, run_dir, progress=False)
-                score = evaluate_run(config, run_dir, samples=eval_samples, seed=EVAL_SEED)
+                score = evaluate_run(config, run_dir, samples=eval_samples)
                 seconds = time.perf_counter() - start
                 rows.append(
                     CrossingRow(
@@ -212,15 +209,16 @@ def trained_rows(
                         r,
                         H,
                         seed,
-                        score["mse"],
-                        score["stderr"],
-                        score["n_samples"],
+                        score["population_error"],
+                        score["population_stderr"],
+                        score["population_samples"],
                         result.final_loss,
                         result.steps,
                         seconds,
                     )
                 )
-                print(f"d={d} trained r={r} H={H} seed={seed}: {score['mse']:.5g} +- {score['stderr']:.2g}", flush=True)
+                error, stderr = score["population_error"], score["population_stderr"]
+                print(f"d={d} trained r={r} H={H} seed={seed}: {error:.5g} +- {stderr:.2g}", flush=True)
     return rows
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from experiments.analysis.bound_curves import bound_curve
 from experiments.figures import use_file_backend
+from experiments.training.run_directory import RunDirectory
 from theory.monte_carlo import DEFAULT_Z
 
 REQUIRED = ("d", "r", "H", "error", "error_stderr")
@@ -31,7 +32,7 @@ def records_from_runs(run_dirs: Iterable[Path]) -> list[dict[str, Any]]:
     """The "theorem2" records of analysed run directories (run `attnrank analyze DIR` first)."""
     records = []
     for run_dir in run_dirs:
-        path = Path(run_dir) / "analysis.json"
+        path = RunDirectory(Path(run_dir)).analysis
         if not path.exists():
             raise ValueError(f"{path} not found; run `attnrank analyze {run_dir}` first")
         report = json.loads(path.read_text(encoding="utf-8"))

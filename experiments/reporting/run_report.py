@@ -3,13 +3,14 @@
 `attnrank report DIR` writes it when DIR is a run directory (``config.json``, no results store): a run of
 `attnrank train` or one written by `attnrank import`. It reads, and checks rather than trusts:
 
-- ``config.json`` (`experiments.training.run.read_config_file`);
+- ``config.json`` (`experiments.training.run_directory.RunDirectory.read_config`);
 - ``analysis.json``, written by `attnrank analyze DIR` (required: the report draws no samples of its own); its
   ``run`` entry must describe the same task, d, N, rank, heads and layers as the config, or it is refused as stale;
 - ``import.json`` when present (the source file, its sha256, what was inferred and given);
 - ``result.json`` when present (the training result; an imported run has none).
 
-The report states the error on the task with its standard error and sample size, Theorem 2's bound beside it where
+The report states the population error on the task (the one recipe, `experiments.training.evaluation`) with its
+standard error and sample size, Theorem 2's bound beside it where
 the analysis computed one, and per layer the summed score form and one row per head (angle to +-I, effective and
 numerical rank, Frobenius norm).
 """
@@ -24,10 +25,9 @@ from typing import Any
 
 from experiments.config import TrainConfig
 from experiments.sweeps.runner import store_path
-from experiments.training.run import read_config_file
-from experiments.training.run_precision import IMPORT_RECORD
+from experiments.training.evaluation import POPULATION_KEYS
+from experiments.training.run_directory import RunDirectory
 
-ANALYSIS_NAME = "analysis.json"
 REPORT_NAME = "report.md"
 _RUN_FIELDS = ("task", "d", "N", "rank", "heads", "layers")
 _SUMMARY_FIELDS = ("angle_to_I_deg", "angle_to_minus_I_deg", "effective_rank", "numerical_rank", "frobenius_norm")
@@ -36,7 +36,7 @@ _SUMMARY_FIELDS = ("angle_to_I_deg", "angle_to_minus_I_deg", "effective_rank", "
 def is_run_directory(out: Path | str) -> bool:
     """Whether ``out`` is a run directory (config.json) rather than a sweep directory (results.sqlite)."""
     out = Path(out)
-    return (out / "config.json").is_file() and not store_path(out).exists()
+    return RunDirectory(out).config.is_file() and not store_path(out).exists()
 
 
 def _read_json(path: Path) -> Any:
@@ -69,7 +69,7 @@ def _check_summary(summary: Any, where: str, path: Path) -> dict[str, float]:
 
 def read_analysis(run_dir: Path, config: TrainConfig) -> dict[str, Any]:
     """``analysis.json`` of ``run_dir``, checked field by field and against the run's config."""
-    path = run_dir / ANALYSIS_NAME
+    path = RunDirectory(run_dir).analysis
     if not path.is_file():
         raise ValueError(f"{path} not found; run `attnrank analyze {run_dir}` first")
     analysis = _read_json(path)
@@ -94,14 +94,13 @@ def read_analysis(run_dir: Path, config: TrainConfig) -> dict[str, Any]:
         _check_summary(layer.get("sum"), f"layers[{index}].sum", path)
         for h, head in enumerate(layer["per_head"]):
             _check_summary(head, f"layers[{index}].per_head[{h}]", path)
-    error = analysis.get("task_error")
-    if not isinstance(error, dict):
-        raise ValueError(f"{path}: field task_error is missing (written by an older `attnrank analyze`; run it again)")
-    for key in ("error", "error_stderr", "n_samples"):
+    for key in POPULATION_KEYS:
+        if key not in analysis:
+            raise ValueError(f"{path}: field {key} is missing (written by an older `attnrank analyze`; run it again)")
         try:
-            _number(error.get(key))
+            _number(analysis[key])
         except ValueError as exc:
-            raise ValueError(f"{path}: field task_error.{key}: {exc}") from exc
+            raise ValueError(f"{path}: field {key}: {exc}") from exc
     return analysis
 
 
@@ -137,7 +136,8 @@ def write_run_report(run_dir: Path | str) -> Path:
         the report's path.
     """
     run_dir = Path(run_dir)
-    config = read_config_file(run_dir / "config.json")
+    files = RunDirectory(run_dir)
+    config = files.read_config()
     analysis = read_analysis(run_dir, config)
     lines = [f"# attnrank run report: `{run_dir}`", ""]
     lines += [
@@ -150,7 +150,7 @@ def write_run_report(run_dir: Path | str) -> Path:
         + ".",
         "",
     ]
-    record_path = run_dir / IMPORT_RECORD
+    record_path = files.import_record
     if record_path.is_file():
         record = _read_json(record_path)
         if not isinstance(record, dict) or not all(isinstance(record.get(k), str) for k in ("format", "source")):
@@ -163,18 +163,18 @@ def write_run_report(run_dir: Path | str) -> Path:
         notes = record.get("notes")
         if isinstance(notes, list) and notes:
             lines += [f"- {note}" for note in notes if isinstance(note, str)] + [""]
-    result_path = run_dir / "result.json"
+    result_path = files.result
     if result_path.is_file():
         result = _read_json(result_path)
         if isinstance(result, dict):
             shown = {k: result.get(k) for k in ("steps", "final_loss", "best_loss", "diverged")}
             lines += ["Training: " + ", ".join(f"{k} {_fmt(v)}" for k, v in shown.items()) + ".", ""]
-    error = analysis["task_error"]
     lines += [
-        "## Error on the task",
+        "## Population error on the task",
         "",
-        f"{_fmt(_number(error['error']))} +- {_fmt(_number(error['error_stderr']), 2)} (one standard error; "
-        f"{int(_number(error['n_samples']))} fresh samples of `{config.task}`, seed {error.get('seed', '?')}).",
+        f"{_fmt(_number(analysis['population_error']))} +- {_fmt(_number(analysis['population_stderr']), 2)} (one "
+        f"standard error; {int(_number(analysis['population_samples']))} held-out samples of `{config.task}`, the "
+        "one evaluation recipe of `experiments.training.evaluation`).",
         "",
     ]
     bound = analysis.get("theorem2")

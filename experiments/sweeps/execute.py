@@ -1,11 +1,12 @@
 """What a sweep worker does: execute one run, or a pack of runs, in this process.
 
-A run is trained (`experiments.training.loop.train`; on Theorem 2's own task its fresh Monte Carlo error is measured
-beside the certified bound, `experiments.analysis.trained`) or, for kind "random-features", solved
-(`constructions.random_features`). The worker holds an exclusive file lock on the run directory meanwhile
-(``fcntl.flock`` on ``<run_dir>/.lock``), so even a worker orphaned by a killed driver cannot train the same directory
-at the same time as the re-run sweep. Outcomes go back to the driver (`experiments.sweeps.backends`), never to the
-results store. This module loads the whole training stack; the driver imports it only where runs execute.
+A run is trained (`experiments.training.loop.train`, whose result carries the model's evaluation by the one recipe,
+`experiments.training.evaluation`: its population error, beside Theorem 2's certified bound on Theorem 2's own
+task) or, for kind "random-features", solved (`constructions.random_features`). The worker holds an exclusive file
+lock on the run directory meanwhile (``fcntl.flock`` on ``<run_dir>/.lock``), so even a worker orphaned by a killed
+driver cannot train the same directory at the same time as the re-run sweep. Outcomes go back to the driver
+(`experiments.sweeps.backends`), never to the results store. This module loads the whole training stack; the driver
+imports it only where runs execute.
 """
 
 from __future__ import annotations
@@ -25,17 +26,15 @@ import numpy as np
 import torch
 
 from constructions.random_features import prefix_errors, sample_heads
-from experiments.analysis.trained import theorem2_applicable, trained_vs_bound
 from experiments.config import TrainConfig, TrainResult
-from experiments.json_files import write_json
 from experiments.sweeps.run_specs import RandomFeaturesSpec, spec_from_record
 from experiments.sweeps.solve_least_squares import solve_least_squares_heads
 from experiments.sweeps.work import RunOutcome, RunPack, RunTask, WorkItem
-from experiments.tasks import estimate_task_error
+from experiments.training.evaluation import evaluate_trained
 from experiments.training.loop import train
 from experiments.training.packed import train_packed
 from experiments.training.provenance import provenance
-from experiments.training.run import load_trained_model
+from experiments.training.run_directory import RunDirectory
 
 if sys.platform != "win32":  # flock is POSIX-only; on Windows the single driver is the only guard
     import fcntl
@@ -48,7 +47,7 @@ def run_directory_lock(run_dir: Path) -> Iterator[None]:
     if sys.platform == "win32":  # pragma: no cover - no flock; rely on the single driver
         yield
         return
-    with open(run_dir / ".lock", "a+b") as handle:
+    with open(RunDirectory(run_dir).lock, "a+b") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             yield
@@ -58,22 +57,15 @@ def run_directory_lock(run_dir: Path) -> Iterator[None]:
 
 def _train_run(spec: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     config = TrainConfig.from_dict(spec)
-    return _with_evaluation(config, train(config, run_dir, progress=False), run_dir)
+    return _with_evaluation(train(config, run_dir, progress=False), run_dir)
 
 
-def _with_evaluation(config: TrainConfig, result: TrainResult, run_dir: Path) -> dict[str, Any]:
-    """The run's metrics: its TrainResult, and for theory models on nearest neighbour a fresh Monte Carlo error."""
+def _with_evaluation(result: TrainResult, run_dir: Path) -> dict[str, Any]:
+    """The run's metrics: its TrainResult with the model's evaluation by the one recipe (`training.evaluation`), which
+    a run finished by this version carries already; a diverged run has no model to evaluate."""
     metrics = result.to_dict()
-    if config.model == "theory" and theorem2_applicable(config) and not result.diverged:
-        # Theorem 2's own task: a fresh Monte Carlo error (with its standard error) beside the certified bound.
-        _, task, model = load_trained_model(run_dir)
-        metrics["theorem2"] = trained_vs_bound(config, task, model, n_samples=20_000)
-    elif config.model == "theory" and config.task == "nearest" and not result.diverged:
-        # Deeper theory models on nearest neighbour (the depth preset): the same fresh Monte Carlo error, without a
-        # bound (Theorem 2 covers one layer only); the claim predicate compares it with the one-layer bound.
-        _, task, model = load_trained_model(run_dir)
-        estimate = estimate_task_error(model, task, 20_000, torch.Generator().manual_seed(12345), batch_size=8192)
-        metrics["error"], metrics["error_stderr"] = estimate.mean, estimate.stderr
+    if not result.diverged:
+        metrics.update(evaluate_trained(run_dir))
     return metrics
 
 
@@ -92,7 +84,7 @@ def _random_features_run(spec: dict[str, Any], run_dir: Path) -> dict[str, Any]:
         "diverged": False,
         "seconds": time.perf_counter() - started,
     }
-    write_json(run_dir / "result.json", metrics)
+    RunDirectory(run_dir).write_result(metrics)
     return metrics
 
 
@@ -130,9 +122,9 @@ def execute_pack(pack: RunPack) -> list[RunOutcome]:
             results = train_packed(configs, dirs)
             outcomes = []
             prov = provenance()
-            for task, config, result, run_dir in zip(pack.tasks, configs, results, dirs, strict=True):
+            for task, result, run_dir in zip(pack.tasks, results, dirs, strict=True):
                 try:
-                    outcomes.append(RunOutcome(task.key, True, _with_evaluation(config, result, run_dir), prov))
+                    outcomes.append(RunOutcome(task.key, True, _with_evaluation(result, run_dir), prov))
                 except Exception as exc:  # noqa: BLE001 - this run's evaluation failed; the others stand
                     text = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
                     outcomes.append(RunOutcome(task.key, False, error=text))

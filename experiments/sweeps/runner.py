@@ -36,6 +36,7 @@ from experiments.sweeps.run_specs import RunSpec, spec_kind
 from experiments.sweeps.store import DONE_STATUSES, ResultsStore, StoreError
 from experiments.sweeps.work import RunTask
 from experiments.training.progress import Progress
+from experiments.training.run_directory import RunDirectory
 from theory.validation import check_int
 
 STORE_NAME = "results.sqlite"
@@ -108,6 +109,19 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def _has_evaluation(metrics: Mapping[str, Any]) -> bool:
+    return all(key in metrics for key in ("population_error", "population_stderr", "population_samples"))
+
+
+def _evaluation_beside(files: RunDirectory) -> dict[str, Any] | None:
+    """evaluation.json of a run evaluated after its training, or None (absent, damaged or incomplete)."""
+    try:
+        evaluation = files.read_evaluation()
+    except ValueError:
+        return None
+    return evaluation if evaluation is not None and _has_evaluation(evaluation) else None
+
+
 def _open_for(preset: str, scale: str, out: Path) -> ResultsStore:
     """The sweep's store; a refusal names this sweep's own rebuild command."""
     try:
@@ -126,10 +140,11 @@ def rebuild_store(
     ``results.sqlite.damaged-<UTC time>`` (with its -wal / -shm files), never deleted; a readable one is kept and
     completed (so the command can be repeated once per sweep of the directory). Then every run of the sweep is
     registered, and each run whose ``runs/<hash>/result.json`` is readable is stored as finished (or diverged) with
-    those metrics and the provenance of its ``config.json`` (git revision, library versions), after checking that
-    config.json names the same config hash. Theory-model runs are left pending instead: their stored metrics include
-    an evaluation made after training (`experiments.sweeps.execute`), which the next sweep repeats (train() returns
-    the finished result without training again; the evaluation uses a fixed seed, so the numbers are the same).
+    those metrics, its evaluation (in result.json, or in evaluation.json beside it for a run evaluated after
+    training; `experiments.training.evaluation`) and the provenance of its ``config.json`` (git revision, library
+    versions), after checking that config.json names the same config hash. A finished training run without an
+    evaluation is left pending: the next sweep evaluates it (train() returns the finished result without training
+    again, and the recipe is fixed, so the numbers are those the first sweep would have stored).
 
     Returns:
         restored (runs stored from their files), pending (left to the sweep), moved_aside (path or None).
@@ -154,14 +169,19 @@ def rebuild_store(
     with ResultsStore(path) as store:
         store.register(preset, scale, entries)
         done = store.done_keys()
-        for key, kind, spec in entries:
-            run_dir = out / RUNS_DIR / key
-            metrics = _read_json(run_dir / "result.json")
-            if key in done or metrics is None or (kind == "train" and spec.get("model") == "theory"):
+        for key, kind, _ in entries:
+            files = RunDirectory(out / RUNS_DIR / key)
+            metrics = files.read_result_metrics()
+            if key in done or metrics is None:
                 continue
-            config = _read_json(run_dir / "config.json") or {}
+            config = _read_json(files.config) or {}
             if kind == "train" and config.get("config_hash") != key:
                 continue  # a directory whose config is not this run's: leave the run to the sweep
+            if kind == "train" and not metrics.get("diverged") and not _has_evaluation(metrics):
+                evaluation = _evaluation_beside(files)
+                if evaluation is None:
+                    continue  # trained, never evaluated: the sweep evaluates it
+                metrics = {**metrics, **evaluation}
             required = ("best_loss", "final_loss", "seconds")
             if not all(isinstance(metrics.get(k), (int, float, str)) for k in required):
                 continue

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from constructions.random_rank_heads import fit_least_squares_heads, sample_rank_heads
-from experiments.json_files import write_json
 from experiments.sweeps.least_squares_spec import LeastSquaresHeadsSpec
+from experiments.training.run_directory import RunDirectory
 from theory.bounds import rank_lower_bound
 from theory.monte_carlo import DEFAULT_Z
 
@@ -68,5 +68,5 @@ def solve_least_squares_heads(spec: dict[str, Any], run_dir: Path) -> dict[str, 
         "diverged": False,
         "seconds": time.perf_counter() - started,
     }
-    write_json(run_dir / "result.json", metrics)
+    RunDirectory(run_dir).write_result(metrics)
     return metrics

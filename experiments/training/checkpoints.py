@@ -40,6 +40,7 @@ import torch
 
 from experiments.config import EXECUTION_FIELDS, TrainConfig
 from experiments.json_files import atomic_write_bytes
+from experiments.training.run_directory import ATOMIC_NAMES
 from experiments.training.schedule import load_optimizer_state, portable_optimizer_state, portable_scheduler_state
 
 CHECKPOINT_VERSION = 2
@@ -52,8 +53,6 @@ STATS_FIELDS = ("epoch_sum", "epoch_count", "best", "last_epoch", "elapsed")
 TRAILER_TAG = b"\nattnrank-checkpoint-sha256 "
 TRAILER_LENGTH = len(TRAILER_TAG) + 64 + 1
 _TRAILER = re.compile(re.escape(TRAILER_TAG) + rb"([0-9a-f]{64})\n\Z")
-TEMPORARY_NAMES = ("checkpoint.pt", "config.json", "metrics.csv", "result.json")
-"""Files of a run directory written atomically, whose ``.<name>.*.tmp`` temporaries a killed write can leave."""
 
 
 def check_same_config(recorded: TrainConfig, config: TrainConfig, source: Path) -> None:
@@ -86,7 +85,7 @@ def check_resumable(recorded: TrainConfig, config: TrainConfig, source: Path) ->
     check_same_config(recorded, config, source)
 
 
-def remove_stale_temporaries(directory: Path, names: tuple[str, ...] = TEMPORARY_NAMES) -> list[Path]:
+def remove_stale_temporaries(directory: Path, names: tuple[str, ...] = ATOMIC_NAMES) -> list[Path]:
     """Delete the ``.<name>.*.tmp`` files an atomic write killed midway left in ``directory``; returns them.
 
     Call only while no other process writes to ``directory`` (a run directory belongs to one training process).

@@ -1,7 +1,24 @@
-"""A run's model scored without training: the Monte Carlo error of its starting point or of its latest checkpoint.
+"""The one evaluation of a trained model: its population error by one recipe, and Theorem 2's bound where it applies.
 
-``attnrank train --eval-only`` uses it to report, for instance, the error of a construction loaded with ``init`` in
-the model the run would train, before any optimiser step. Nothing is written.
+The theorems bound the population error (the expected error over the task's distribution); a run's training loss is
+the epoch mean on its batches, which on a fixed set is not (docs/training.md, "Training data"). Every model this
+toolkit scores after training is scored here, by the same recipe and under the same keys:
+
+- **the recipe**: :data:`EVALUATION_SAMPLES` samples of the held-out stream, a CPU generator seeded
+  :data:`POPULATION_SEED` = 2^64 - 12345, above every seed a training stream can have (the cpu and device samplers
+  seed data_seed + 1 000 003 <= 2^63 + 1 000 002; the reference sampler data_seed + w <= 2^63 + 63), so no training set
+  shares a sample with it; drawn by the task's own CPU sampler (float64, cast to the model's precision), the same
+  distribution for every training sampler; the model in eval mode, without gradients, put back in its mode after;
+- **the keys**: ``population_error``, ``population_stderr``, ``population_samples``; and for a one-layer theory
+  model on Theorem 2's own task (nearest, N = 2, D_2 keys) ``theorem2``: that estimate beside the certified bound
+  `theory.bounds.rank_lower_bound` (d, r, H) (:func:`theorem2_record`).
+
+Who calls it: the training loop at the end of every run (:func:`evaluate_model`, into result.json) and along the curve
+(:data:`CURVE_SAMPLES` samples, the first of the same stream; the ``population`` column of metrics.csv); a run
+directory without an evaluation in its result (an import, a run trained before this recipe) through
+:func:`evaluate_trained`, which writes evaluation.json beside result.json; ``attnrank analyze``; ``attnrank train
+--eval-only`` (:func:`evaluate_run`: the model a config starts from, or its checkpoint). No training generator is
+touched, so a run's losses do not depend on when it was evaluated.
 """
 
 from __future__ import annotations
@@ -12,36 +29,141 @@ from typing import Any
 import torch
 
 from experiments.config import TrainConfig
-from experiments.tasks import estimate_task_error
+from experiments.tasks import Task, estimate_task_error
 from experiments.training.checkpoints import check_same_config, load_checkpoint
 from experiments.training.run import build_run, resolve_device
-from experiments.training.run_precision import model_dtype, run_dtype
+from experiments.training.run_directory import RunDirectory
+from experiments.training.run_model import load_trained_model, model_dtype, run_dtype
+from theory.bounds import rank_lower_bound
+from theory.monte_carlo import DEFAULT_Z, MonteCarloEstimate
+from theory.validation import check_int
 
-CHECKPOINT_NAME = "checkpoint.pt"
+POPULATION_SEED = 2**64 - 12_345
+"""Seed of the held-out sample stream (module docstring: no training stream can start from it)."""
+EVALUATION_SAMPLES = 20_000
+"""Samples of a model's evaluation (standard error ~0.002 at the errors of Figure 1's runs)."""
+CURVE_SAMPLES = 4_096
+"""Samples of each point of a run's population curve (the first of the evaluation's samples)."""
+EVAL_BATCH = 1_024
+"""Samples per forward pass (bounds the evaluation's activation memory, whatever the sample size)."""
+POPULATION_KEYS = ("population_error", "population_stderr", "population_samples")
+"""The keys of the recipe's estimate in every result, store row and report."""
 
 
-def evaluate_run(
-    config: TrainConfig, out_dir: Path | None, *, samples: int = 20_000, seed: int = 12345
-) -> dict[str, Any]:
-    """The Monte Carlo task error of the model ``config`` starts from, or of ``out_dir``'s checkpoint if it has one.
+def population_error(
+    model: torch.nn.Module, task: Task, samples: int = EVALUATION_SAMPLES, device: torch.device | None = None
+) -> MonteCarloEstimate:
+    """Mean error of ``model`` on the first ``samples`` samples of the held-out stream, with its standard error.
+
+    Args:
+        model: maps a Batch to predictions shaped like its target (a run's model), in float32 or float64.
+        task: the run's task (a curriculum task is evaluated on its full task: `Task.sample` draws it).
+        samples: number of held-out samples (>= 2).
+        device: where the model lives (default: where its parameters are).
+    """
+    samples = check_int("samples", samples, minimum=2)
+    where = next(model.parameters()).device if device is None else device
+    generator = torch.Generator().manual_seed(POPULATION_SEED)
+    was_training = model.training
+    model.eval()
+    try:
+        return estimate_task_error(
+            model, task, samples, generator, batch_size=EVAL_BATCH, device=where, dtype=model_dtype(model)
+        )
+    finally:
+        model.train(was_training)
+
+
+def population_fields(estimate: MonteCarloEstimate) -> dict[str, float | int]:
+    """The recipe's keys (:data:`POPULATION_KEYS`) of an estimate."""
+    return {
+        "population_error": float(estimate.mean),
+        "population_stderr": float(estimate.stderr),
+        "population_samples": int(estimate.n_samples),
+    }
+
+
+def theorem2_applicable(config: TrainConfig) -> bool:
+    """Whether a run trained on Theorem 2's own task: nearest neighbour, N = 2, D_2 keys, one layer."""
+    return config.task == "nearest" and config.N == 2 and config.keys == "orthonormal" and config.layers == 1
+
+
+def theorem2_record(config: TrainConfig, estimate: MonteCarloEstimate) -> dict[str, Any]:
+    """A model's population error beside Theorem 2's certified bound for its (d, r, H).
+
+    Returns:
+        d, r, H; error, error_stderr, n_samples (the estimate); error_upper_4se (mean + 4 s.e.); bound_lower,
+        bound_upper (the certified interval of the lower bound); bound_applies (the bound holds for the theory model,
+        a generalized attention; the encoder adds a residual and an FFN, outside that class); consistent
+        (mean + 4 s.e. >= bound_lower).
+    """
+    if not theorem2_applicable(config):
+        raise ValueError("theorem2_record needs a one-layer run on task nearest with N = 2 and orthonormal keys")
+    bound = rank_lower_bound(config.d, config.rank, config.heads)
+    upper = estimate.mean + DEFAULT_Z * estimate.stderr
+    return {
+        "d": config.d,
+        "r": config.rank,
+        "H": config.heads,
+        "error": estimate.mean,
+        "error_stderr": estimate.stderr,
+        "n_samples": estimate.n_samples,
+        "error_upper_4se": upper,
+        "bound_lower": bound.lower,
+        "bound_upper": bound.upper,
+        "bound_applies": config.model == "theory",
+        "consistent": bool(upper >= bound.lower),
+    }
+
+
+def evaluate_model(config: TrainConfig, task: Task, model: torch.nn.Module) -> dict[str, Any]:
+    """The evaluation of a model by the recipe: the population keys, and ``theorem2`` where Theorem 2 applies."""
+    estimate = population_error(model, task)
+    evaluation: dict[str, Any] = population_fields(estimate)
+    if theorem2_applicable(config):
+        evaluation["theorem2"] = theorem2_record(config, estimate)
+    return evaluation
+
+
+def evaluate_trained(out_dir: str | Path, device: str = "cpu") -> dict[str, Any]:
+    """The evaluation of a run directory's trained model: the one in its result.json when it has one (every run
+    finished by this version), else computed now (in the run's recorded precision) and written to evaluation.json.
+
+    Raises:
+        ValueError naming the file when the directory holds no trained model or a damaged file.
+    """
+    files = RunDirectory(Path(out_dir))
+    recorded = files.read_result_metrics()
+    if recorded is not None and all(key in recorded for key in POPULATION_KEYS):
+        return {key: recorded[key] for key in (*POPULATION_KEYS, "theorem2") if key in recorded}
+    saved = files.read_evaluation()
+    if saved is not None and all(key in saved for key in POPULATION_KEYS):
+        return saved
+    config, task, model = load_trained_model(files.root, device)
+    evaluation = evaluate_model(config, task, model)
+    files.write_evaluation(evaluation)
+    return evaluation
+
+
+def evaluate_run(config: TrainConfig, out_dir: Path | None, *, samples: int = EVALUATION_SAMPLES) -> dict[str, Any]:
+    """The evaluation of the model ``config`` starts from, or of ``out_dir``'s checkpoint if it has one (``attnrank
+    train --eval-only``); nothing is written.
 
     Args:
         config: the run (its ``init`` file, or its seed's initialisation, defines the starting model); a config that
             extends the run in ``out_dir`` along its schedule (more ``steps``) names that run's checkpoint too.
         out_dir: the run directory; a checkpoint of ``config`` there (verified) is evaluated instead, in the run's
-            precision (`experiments.training.run_precision.run_dtype`). Read only.
-        samples: fresh samples of the task (>= 2).
-        seed: seed of the evaluation sampler (independent of the training stream).
+            precision (`training.run_model.run_dtype`). Read only.
+        samples: held-out samples (>= 2; default the recipe's).
 
     Returns:
-        mse (mean per-sample error, the training loss's definition), stderr (its standard error), n_samples,
-        step (0 for the starting model, else the checkpoint's step), source ("init" = the weight file, "seed" =
-        random initialisation, "checkpoint").
+        the population keys, ``theorem2`` where it applies, step (0 for the starting model, else the checkpoint's)
+        and source ("init" = the weight file, "seed" = random initialisation, "checkpoint").
     """
     device = resolve_device(config.device)
     task, model = build_run(config, device)  # validates the init file against the config
     step, source = 0, "init" if config.init is not None else "seed"
-    checkpoint = Path(out_dir) / CHECKPOINT_NAME if out_dir is not None else None
+    checkpoint = RunDirectory(Path(out_dir)).checkpoint if out_dir is not None else None
     if checkpoint is not None and checkpoint.exists():
         state = load_checkpoint(checkpoint)
         if not config.extends(state["config"]):  # the flags of the run's extension name its checkpoint too
@@ -53,13 +175,8 @@ def evaluate_run(
             detail = " ".join(f"{type(exc).__name__}: {exc}".split())  # one line
             raise ValueError(f"{checkpoint}: checkpoint does not match the model of this config ({detail})") from exc
         step, source = state["step"], "checkpoint"
-    model.eval()
-    generator = torch.Generator().manual_seed(seed)
-    estimate = estimate_task_error(model, task, samples, generator, device=device, dtype=model_dtype(model))
-    return {
-        "mse": estimate.mean,
-        "stderr": estimate.stderr,
-        "n_samples": estimate.n_samples,
-        "step": step,
-        "source": source,
-    }
+    estimate = population_error(model, task, samples, device)
+    evaluation: dict[str, Any] = population_fields(estimate)
+    if theorem2_applicable(config):
+        evaluation["theorem2"] = theorem2_record(config, estimate)
+    return {**evaluation, "step": step, "source": source}

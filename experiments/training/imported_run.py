@@ -9,7 +9,7 @@ its first step, so every command that reads run directories reads it:
   fresh AdamW state, the schedule at step 0, the RNG states of a run of this seed, no closed epoch;
 - ``import.json``: where the weights came from: the source file and its sha256, the container and key prefix found,
   the sizes inferred from the shapes and those given or read from the checkpoint's hyper-parameters, the precision
-  (``dtype``: float64 when the file held float64 weights, else float32; `experiments.training.run_precision`), what
+  (``dtype``: float64 when the file held float64 weights, else float32; `experiments.training.run_model`), what
   the import skipped (a Lightning checkpoint's other entries and the globals carried as names, by name only) and the
   notes of the translation (`attnrank train` rewrites config.json when it resumes; this file stays).
 
@@ -37,7 +37,6 @@ import torch
 
 from constructions.state_dict_files import StateDictFile, read_state_dict_file
 from experiments.config import TrainConfig
-from experiments.json_files import write_json
 from experiments.models.reference_hparams import check_hyper_parameters
 from experiments.models.reference_layout import (
     ReferenceLayout,
@@ -49,8 +48,10 @@ from experiments.tasks import make_task
 from experiments.training.checkpoints import save_checkpoint
 from experiments.training.provenance import provenance
 from experiments.training.run import build_run, sampler_generator
-from experiments.training.run_precision import IMPORT_RECORD, dtype_name
-from experiments.training.schedule import make_optimizer
+from experiments.training.run_directory import RunDirectory
+from experiments.training.run_model import dtype_name
+from experiments.training.schedule import make_optimizer, optimizer_kind
+from experiments.training.step_capture import describe_step_path
 from theory.validation import check_int, check_output_dir
 
 REFERENCE_SOURCE = "NoahAmsel/attention-formers, encoders.py (the encoder state dict as published)"
@@ -93,7 +94,7 @@ def write_imported_run(
         model_state: the model's state dict (any float dtype; stored in ``dtype``).
         out_dir: a missing or empty directory.
         record: the import's provenance, written to import.json (its ``dtype`` entry should name ``dtype``).
-        dtype: the precision of the stored model, float32 or float64 (`run_precision.RUN_DTYPES`).
+        dtype: the precision of the stored model, float32 or float64 (`run_model.RUN_DTYPES`).
 
     Returns:
         the run directory.
@@ -113,11 +114,12 @@ def write_imported_run(
     optimizer, scheduler = make_optimizer(model.parameters(), cpu)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".import.tmp", dir=out.parent))
+    files = RunDirectory(staging)
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(config.seed)  # the global torch RNG state a fresh run of this seed would save
             save_checkpoint(
-                staging / "checkpoint.pt",
+                files.checkpoint,
                 config=config,
                 step=0,
                 model=model,
@@ -126,11 +128,11 @@ def write_imported_run(
                 sampler=sampler_generator(config.seed),
                 stats={"epoch_sum": 0.0, "epoch_count": 0, "best": math.inf, "last_epoch": math.nan, "elapsed": 0.0},
             )
-        write_json(
-            staging / "config.json",
-            {"config": config.to_dict(), "config_hash": config.config_hash(), **provenance(), "device": "cpu"},
+        cpu_device = torch.device("cpu")
+        files.write_config(
+            config, provenance(), "cpu", describe_step_path(cpu, cpu_device, optimizer_kind(cpu, cpu_device))
         )
-        write_json(staging / IMPORT_RECORD, dict(record))
+        files.write_import_record(record)
         os.replace(staging, out)  # onto a missing or empty directory: the run appears whole or not at all
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -10,11 +10,11 @@ One run (:func:`train`) fills a run directory:
 - ``config.json``: the resolved config, its hash, git revision, library versions, the device used;
 - ``metrics.csv``: one row per epoch: ``step, loss, lr, time, population`` (loss = mean training loss of the epoch
   ending at ``step``, lr = learning rate of that epoch's last step, time = seconds of training so far, population
-  evaluations included; population = the model's error on held-out samples, `experiments.training.population`, at
+  evaluations included; population = the model's error on held-out samples, `experiments.training.evaluation`, at
   the epochs that end on a checkpoint step and at the last step, empty elsewhere);
 - ``checkpoint.pt``: see `experiments.training.checkpoints`;
-- ``result.json``: the :class:`TrainResult`, written when the run ends, with the final population error
-  (``population_error``, ``population_stderr``, ``population_samples``).
+- ``result.json``: the :class:`TrainResult`, written when the run ends, with the model's evaluation by the one recipe
+  (`experiments.training.evaluation.evaluate_model`: the population error, and Theorem 2's bound where it applies).
 
 Training data (docs/training.md, "Training data"): fresh batches from the run's sampler generator at every step
 (``train_batches`` = 0), or a fixed set of K batches drawn once and replayed, step t on batch t mod K
@@ -29,8 +29,6 @@ would synchronise) and marks it diverged; the last finite checkpoint is kept.
 from __future__ import annotations
 
 import csv
-import io
-import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -40,7 +38,6 @@ from typing import Any, Protocol, TextIO
 import torch
 
 from experiments.config import TrainConfig, TrainResult
-from experiments.json_files import atomic_write_bytes, write_json
 from experiments.tasks import Batch, Task, draw_batch
 from experiments.training.arguments import check_train_arguments
 from experiments.training.checkpoints import (
@@ -49,15 +46,14 @@ from experiments.training.checkpoints import (
     restore_checkpoint,
     save_checkpoint,
 )
+from experiments.training.evaluation import CURVE_SAMPLES, evaluate_model, population_error
 from experiments.training.fixed_set import fixed_training_set
-from experiments.training.population import CURVE_SAMPLES, FINAL_SAMPLES, population_error, population_fields
 from experiments.training.progress import DEFAULT_INTERVAL, Progress
 from experiments.training.provenance import provenance
-from experiments.training.run import build_run, read_config_file, resolve_device, sampler_generator
+from experiments.training.run import build_run, resolve_device, sampler_generator
+from experiments.training.run_directory import RunDirectory
 from experiments.training.schedule import make_optimizer, optimizer_kind, scheduled_lr
 from experiments.training.step_capture import Stepper, describe_step_path, make_stepper, matmul_precision
-
-METRICS_HEADER = ("step", "loss", "lr", "time", "population")
 
 
 # ------------------------------------------------------------------------------------------------- what is trained
@@ -261,52 +257,6 @@ def run_loop(training: Training, hooks: LoopHooks, *, check_every_step: bool) ->
 
 
 # ------------------------------------------------------------------------------------------------ one ordinary run
-@dataclass
-class RunDirectory:
-    """The files of one run directory."""
-
-    root: Path
-
-    @property
-    def config(self) -> Path:
-        """config.json: the resolved config, its hash and provenance."""
-        return self.root / "config.json"
-
-    @property
-    def checkpoint(self) -> Path:
-        """checkpoint.pt: the latest checkpoint."""
-        return self.root / "checkpoint.pt"
-
-    @property
-    def result(self) -> Path:
-        """result.json: the TrainResult of the finished run."""
-        return self.root / "result.json"
-
-    @property
-    def metrics(self) -> Path:
-        """metrics.csv: one row per epoch."""
-        return self.root / "metrics.csv"
-
-
-def _read_metrics(path: Path, up_to_step: int) -> list[list[str]]:
-    """The metrics rows of ``path`` up to ``up_to_step`` (rows written after the last checkpoint are dropped)."""
-    if not path.exists():
-        return []
-    with path.open(newline="", encoding="utf-8") as stream:
-        rows = list(csv.reader(stream))
-    kept = []
-    for number, row in enumerate(rows[1:], start=2):
-        if not row:
-            continue
-        try:
-            step, _ = int(row[0]), float(row[1])
-        except (ValueError, IndexError) as exc:
-            raise ValueError(f"{path}: line {number} is not a metrics row ({exc})") from exc
-        if step <= up_to_step:
-            kept.append(row + [""] * (len(METRICS_HEADER) - len(row)))  # rows written before a column existed
-    return kept
-
-
 def _check_metrics(path: Path, rows: list[list[str]], config: TrainConfig, step: int, stats: dict[str, Any]) -> None:
     """ValueError unless ``rows`` (metrics up to ``step``) are the epochs a checkpoint at ``step`` has closed.
 
@@ -335,43 +285,26 @@ def _check_metrics(path: Path, rows: list[list[str]], config: TrainConfig, step:
             )
 
 
-def _write_metrics(path: Path, rows: list[list[str]]) -> None:
-    """Rewrite ``path`` atomically with the header and ``rows``."""
-    text = io.StringIO(newline="")
-    writer = csv.writer(text)
-    writer.writerow(METRICS_HEADER)
-    writer.writerows(rows)
-    atomic_write_bytes(path, lambda stream: stream.write(text.getvalue().encode("utf-8")))
-
-
-def _read_result(files: RunDirectory) -> TrainResult:
-    """The TrainResult in ``files.result`` (ValueError naming the file when it is corrupt)."""
-    try:
-        return TrainResult.from_dict(json.loads(files.result.read_text(encoding="utf-8")))
-    except (json.JSONDecodeError, ValueError) as exc:
-        raise ValueError(f"{files.result}: corrupt result file ({exc}); delete it to retrain") from exc
-
-
 def finished_result(files: RunDirectory, config: TrainConfig) -> TrainResult | None:
     """The recorded result when the directory holds this config's finished run; None when it holds none, or a
     shorter run that ``config`` extends; refuses another config's directory."""
     if files.config.exists():
-        recorded = read_config_file(files.config)
+        recorded = files.read_config()
         check_resumable(recorded, config, files.config)
         if config.extends(recorded):
             return None  # start_or_resume goes on from the shorter run's last checkpoint
     if not files.result.exists():
         return None
-    return _read_result(files)
+    return files.read_result()
 
 
 def _begin_extension(files: RunDirectory, config: TrainConfig) -> None:
     """When ``files`` hold a shorter run that ``config`` extends: refuse a diverged one, and retire its result.json
     (the extended run writes its own when it ends; until then the directory holds an unfinished run)."""
-    if not files.config.exists() or not config.extends(read_config_file(files.config)):
+    if not files.config.exists() or not config.extends(files.read_config()):
         return
     if files.result.exists():
-        earlier = _read_result(files)
+        earlier = files.read_result()
         if earlier.diverged:
             raise ValueError(
                 f"{files.result}: the run there diverged at step {earlier.steps}; a diverged run cannot be extended"
@@ -401,11 +334,11 @@ def start_or_resume(config: TrainConfig, files: RunDirectory) -> tuple[Training,
         stats.running.fill_(float(saved["epoch_sum"]))
         stats.count = int(saved["epoch_count"])
         stats.best, stats.last = [float(saved["best"])], [float(saved["last_epoch"])]
-        rows = _read_metrics(files.metrics, step)
+        rows = files.metrics_rows(step)
         _check_metrics(files.metrics, rows, config, step, saved)
-        _write_metrics(files.metrics, rows)
+        files.write_metrics(rows)
     else:
-        _write_metrics(files.metrics, [])
+        files.write_metrics([])
     return training, model
 
 
@@ -483,22 +416,17 @@ def train(
         return _train_in(config, files, progress, progress_interval)
 
 
-def run_record(config: TrainConfig, training: Training) -> dict[str, Any]:
-    """config.json of a run: its config, hash, provenance, device and the step path it really uses."""
-    kind = optimizer_kind(config, training.device)
-    return {
-        "config": config.to_dict(),
-        "config_hash": config.config_hash(),
-        **provenance(),
-        "device": str(training.device),
-        "step_path": describe_step_path(config, training.device, kind),
-    }
+def write_run_record(files: RunDirectory, config: TrainConfig, training: Training) -> None:
+    """Write the run's config.json (`run_directory.config_record`): with the device and the step path it really
+    uses."""
+    step_path = describe_step_path(config, training.device, optimizer_kind(config, training.device))
+    files.write_config(config, provenance(), str(training.device), step_path)
 
 
 def _train_in(config: TrainConfig, files: RunDirectory, progress: bool, progress_interval: float) -> TrainResult:
     """`train` after its checks, under the run's matmul precision."""
     training, model = start_or_resume(config, files)
-    write_json(files.config, run_record(config, training))
+    write_run_record(files, config, training)
     bar = Progress(
         config.steps,
         initial=training.step,
@@ -513,6 +441,6 @@ def _train_in(config: TrainConfig, files: RunDirectory, progress: bool, progress
         run_loop(training, hooks, check_every_step=training.device.type == "cpu")
     (result,) = training.stats.results(training.step, training.elapsed())
     if not result.diverged:
-        result.extra.update(population_fields(population_error(model, training.task, FINAL_SAMPLES, training.device)))
-    write_json(files.result, result.to_dict())
+        result.extra.update(evaluate_model(config, training.task, model))  # the one recipe (training.evaluation)
+    files.write_result(result.to_dict())
     return result

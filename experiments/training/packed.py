@@ -31,25 +31,24 @@ from typing import Any, TextIO
 import torch
 
 from experiments.config import TrainConfig, TrainResult
-from experiments.json_files import write_json
 from experiments.models.packed import PackedNetwork, pack_models
 from experiments.tasks import Batch, Task, draw_batch
 from experiments.training.arguments import check_pack_arguments
 from experiments.training.checkpoints import remove_stale_temporaries, save_checkpoint
+from experiments.training.evaluation import CURVE_SAMPLES, evaluate_model, population_error
 from experiments.training.fixed_set import fixed_training_set
 from experiments.training.loop import (
     EpochStatistics,
     LoopHooks,
-    RunDirectory,
     Training,
     finished_result,
     population_due,
     run_loop,
-    run_record,
     start_or_resume,
+    write_run_record,
 )
-from experiments.training.population import CURVE_SAMPLES, FINAL_SAMPLES, population_error, population_fields
 from experiments.training.progress import DEFAULT_INTERVAL, Progress
+from experiments.training.run_directory import RunDirectory
 from experiments.training.schedule import (
     load_optimizer_state,
     make_optimizer,
@@ -263,9 +262,8 @@ def _pack_members(members: list[PackMember], bar: Progress) -> list[TrainResult]
         result.seconds = elapsed
         if not result.diverged:
             member.model.load_state_dict(network.state_dict_of(k))
-            final = population_error(member.model, first.task, FINAL_SAMPLES, first.device)
-            result.extra.update(population_fields(final))
-        write_json(member.files.result, result.to_dict())
+            result.extra.update(evaluate_model(member.config, first.task, member.model))
+        member.files.write_result(result.to_dict())
     return results
 
 
@@ -309,7 +307,7 @@ def _train_packed_in(
             results[index] = finished
             continue
         training, model = start_or_resume(config, files)
-        write_json(files.config, run_record(config, training))
+        write_run_record(files, config, training)
         model.train()
         waiting.setdefault(training.step, []).append((index, PackMember(config, files, training, model)))
     remaining = sum(configs[0].steps - step for step in waiting)  # pack steps: each advances all of its runs

@@ -9,6 +9,8 @@ from experiments.analysis.trained import analyze_run
 from experiments.cli.arguments import check_output_file, path_argument
 from experiments.cli.output import emit
 from experiments.json_files import jsonable, write_json
+from experiments.training.evaluation import EVALUATION_SAMPLES, POPULATION_KEYS
+from experiments.training.run_directory import RunDirectory
 from theory.validation import check_int
 
 HEAD_ROWS = 32
@@ -22,11 +24,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="For every attention layer of the run in DIR: angle and Frobenius norm of the learned score form "
         "M = s Q^T K (per head and summed over heads, in input coordinates) against +I (0 degrees) and -I "
         "(180 degrees), its effective rank (exp of the entropy of the normalised singular values) and numerical "
-        "rank. For a one-layer run on task nearest with N = 2 and orthonormal keys (Theorem 2's setting) also a "
-        "fresh Monte Carlo error (mean, standard error) next to theory.bounds.rank_lower_bound(d, r, H); for an icl "
-        "run the error against the number of in-context examples, next to the least-squares and averaging baselines. "
-        "Every run also gets a fresh Monte Carlo error on its own task. Text output: per layer the summed form, then "
-        "one line per head (angle to +-I, effective and numerical rank, norm). Writes DIR/analysis.json.",
+        "rank. Every run gets its evaluation by the one recipe (population error on held-out samples, with its "
+        "standard error; JSON keys population_error, population_stderr, population_samples); for a one-layer run on "
+        "task nearest with N = 2 and orthonormal keys (Theorem 2's setting) it stands next to "
+        "theory.bounds.rank_lower_bound(d, r, H) (key theorem2); for an icl run the error against the number of "
+        "in-context examples, next to the least-squares and averaging baselines. Text output: per layer the summed "
+        "form, then one line per head (angle to +-I, effective and numerical rank, norm). Writes DIR/analysis.json.",
     )
     parser.add_argument(
         "run_dir",
@@ -34,8 +37,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="run directory written by `attnrank train` or `attnrank import`",
     )
-    parser.add_argument("--samples", type=int, default=100_000, help="Monte Carlo samples (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=12345, help="evaluation sampler seed (default %(default)s)")
+    parser.add_argument(
+        "--samples", type=int, default=EVALUATION_SAMPLES, help="held-out samples (default %(default)s)"
+    )
     parser.add_argument(
         "--per-head",
         action="store_true",
@@ -63,10 +67,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.run_dir.is_dir():
         raise ValueError(f"DIR: run directory not found: {args.run_dir}")
     check_int("samples", args.samples, minimum=2, maximum=10**9)
-    check_int("seed", args.seed, minimum=0, maximum=2**63 - 1)
-    check_output_file(args.run_dir / "analysis.json", "DIR")
-    report = analyze_run(args.run_dir, n_samples=args.samples, seed=args.seed)
-    write_json(args.run_dir / "analysis.json", report)
+    files = RunDirectory(args.run_dir)
+    check_output_file(files.analysis, "DIR")
+    report = analyze_run(args.run_dir, samples=args.samples)
+    write_json(files.analysis, report)
     if args.json:
         print(json.dumps(jsonable(report), allow_nan=False))
         return 0
@@ -76,8 +80,8 @@ def run(args: argparse.Namespace) -> int:
             layer["sum"], as_json=False, title=f"layer {index}: sum over {layer['heads']} heads of rank {layer['rank']}"
         )
         print_head_table(index, layer["per_head"], everything=args.per_head)
-    error = report["task_error"]
-    emit(error, as_json=False, title=f"error on the task ({error['task']}; fresh Monte Carlo samples)")
+    error = {key: report[key] for key in POPULATION_KEYS}
+    emit(error, as_json=False, title=f"population error on the task ({report['run']['task']}; held-out samples)")
     if "theorem2" in report:
         emit(report["theorem2"], as_json=False, title="trained error vs Theorem 2 lower bound")
     if "icl" in report:

@@ -21,12 +21,12 @@ from experiments.cli.arguments import check_memory, check_output_dir, check_outp
 from experiments.cli.output import emit
 from experiments.config import KEY_KINDS, TASKS, TrainConfig
 from experiments.training.imported_run import (
-    IMPORT_RECORD,
     check_import_target,
     prepare_reference_import,
     skipped_summary,
     write_imported_run,
 )
+from experiments.training.run_directory import RunDirectory
 
 IMPORT_SOURCES = ("torch-mha", "reference-encoder")
 """What `attnrank import --from` reads."""
@@ -186,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         "dtype": record["dtype"],
         "hyper_parameters": record["hyper_parameters"],
         "skipped": record["skipped"],
-        "record": str(args.out / IMPORT_RECORD),
+        "record": str(RunDirectory(args.out).import_record),
         "eval_command": record["eval_command"],
         "analyze_command": record["analyze_command"],
     }

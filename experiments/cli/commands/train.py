@@ -29,7 +29,7 @@ from experiments.config import (
     VALUES,
     TrainConfig,
 )
-from experiments.training.evaluation import evaluate_run
+from experiments.training.evaluation import EVALUATION_SAMPLES, evaluate_run
 from experiments.training.loop import train
 from experiments.training.memory import training_bytes
 from experiments.training.progress import DEFAULT_INTERVAL
@@ -188,13 +188,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--eval-only",
         action="store_true",
-        help="train nothing: print the starting model's Monte Carlo error (JSON keys mse, stderr, n_samples, step, "
-        "source = init | seed | checkpoint, out); writes nothing to --out",
+        help="train nothing: print the starting model's evaluation by the one recipe (held-out samples; JSON keys "
+        "population_error, population_stderr, population_samples, theorem2 where it applies, step, source = init | "
+        "seed | checkpoint, out); writes nothing to --out",
     )
     parser.add_argument(
-        "--eval-samples", type=int, default=20_000, help="--eval-only: fresh samples (default %(default)s)"
+        "--eval-samples",
+        type=int,
+        default=EVALUATION_SAMPLES,
+        help="--eval-only: held-out samples (default %(default)s)",
     )
-    parser.add_argument("--eval-seed", type=int, default=12345, help="--eval-only: sampler seed (default %(default)s)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
 
@@ -239,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
     if args.eval_samples < 2:
         raise ValueError(f"--eval-samples must be an integer >= 2, got {args.eval_samples}")
     if args.eval_only:
-        evaluation = evaluate_run(config, args.out, samples=args.eval_samples, seed=args.eval_seed)
+        evaluation = evaluate_run(config, args.out, samples=args.eval_samples)
         emit({**evaluation, "out": str(args.out)}, as_json=args.json, title=None if args.json else "evaluated")
         return 0
     if config.init is not None:

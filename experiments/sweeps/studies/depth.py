@@ -123,15 +123,17 @@ def depth_construction_arms(
 
 
 def depth_fresh_error(record: Record) -> tuple[float, float] | None:
-    """(mean, standard error) of a finished run's fresh Monte Carlo error (``theorem2`` for one layer, else the
-    ``error`` / ``error_stderr`` metrics of deeper theory runs), or None."""
+    """(mean, standard error) of a finished run's fresh Monte Carlo error, or None: ``theorem2`` for one layer, else
+    the population error of the one recipe (`experiments.training.evaluation`), else the ``error`` /
+    ``error_stderr`` metrics deeper theory runs recorded before that recipe (the committed depth stores)."""
     if record.get("status") != "finished":
         return None
     t = record.get("theorem2")
     if isinstance(t, Mapping):
         return float(t["error"]), float(t["error_stderr"])
-    if isinstance(record.get("error"), (int, float)) and isinstance(record.get("error_stderr"), (int, float)):
-        return float(record["error"]), float(record["error_stderr"])
+    for mean, stderr in (("population_error", "population_stderr"), ("error", "error_stderr")):
+        if isinstance(record.get(mean), (int, float)) and isinstance(record.get(stderr), (int, float)):
+            return float(record[mean]), float(record[stderr])
     return None
 
 

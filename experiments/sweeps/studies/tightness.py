@@ -124,7 +124,7 @@ TIGHTNESS_TEMPERATURES = (0.0625, 0.25, 1.0, 4.0, math.inf)
 def found_error(record: Record) -> tuple[int, int, int, float, float, float] | None:
     """(d, r, H, fresh error, its standard error, certified bound) of a finished tightness run, or None.
 
-    Trained one-layer runs carry these in ``theorem2`` (`experiments.analysis.trained.trained_vs_bound`); the
+    Trained one-layer runs carry these in ``theorem2`` (`experiments.training.evaluation.theorem2_record`); the
     least-squares constructions at the top level of their metrics (`experiments.sweeps.solve_least_squares`).
     """
     if record.get("status") != "finished":

@@ -19,11 +19,11 @@ from experiments.analysis.trained import (
     numerical_rank,
     query_key_matrices,
     summarize_matrix,
-    trained_vs_bound,
 )
 from experiments.config import TrainConfig
 from experiments.figures.trained import plot_trained_vs_bound, records_from_runs
 from experiments.models.attention import RankedMultiheadAttention
+from experiments.training.evaluation import POPULATION_SEED, evaluate_model, population_error, theorem2_record
 from experiments.training.run import build_run
 from tests.strategies import dimensions
 from theory.bounds import rank_lower_bound
@@ -100,21 +100,22 @@ def _full_rank_run(tmp_path: Path, d: int) -> tuple[TrainConfig, object, torch.n
     return config, task, model
 
 
-def test_trained_vs_bound_for_the_full_rank_construction_and_a_negative_control(tmp_path: Path) -> None:
+def test_theorem2_record_for_the_full_rank_construction_and_a_negative_control(tmp_path: Path) -> None:
     """The hardmax full-rank head has error 0 and sits on its own bound (0); against a rank-1 bound it violates it."""
     config, task, model = _full_rank_run(tmp_path, 6)
-    report = trained_vs_bound(config, task, model, n_samples=4000, seed=1)
+    report = evaluate_model(config, task, model)["theorem2"]
     assert report["bound_lower"] == 0.0 and report["consistent"] and report["bound_applies"]
     assert report["error"] < 1e-6
     rank1 = rank_lower_bound(6, 1, 1).lower
     assert rank1 > 0.1 and report["error_upper_4se"] < rank1  # would fail the trained-vs-bound check
 
 
-def test_trained_vs_bound_refuses_other_tasks() -> None:
+def test_theorem2_applies_to_its_own_task_only() -> None:
     config = TrainConfig(task="farthest", d=4, N=3, rank=4, ffn_dim=8)
     task, model = build_run(config, torch.device("cpu"))
+    assert "theorem2" not in evaluate_model(config, task, model)
     with pytest.raises(ValueError, match="nearest with N = 2"):
-        trained_vs_bound(config, task, model)
+        theorem2_record(config, population_error(model, task, 10))
 
 
 def test_figure_is_written_and_records_are_validated(tmp_path: Path) -> None:
@@ -140,7 +141,7 @@ def test_icl_run_reports_error_curves_next_to_the_baselines(tmp_path: Path) -> N
 
     config = TrainConfig(task="icl", d=3, N=5, rank=3, ffn_dim=8, steps=5, batch_size=8, positional="additive")
     train(config, tmp_path, progress=False)
-    report = analyze_run(tmp_path, n_samples=3000, seed=4)
+    report = analyze_run(tmp_path, samples=3000)
     curves = report["icl"]
     assert set(curves) == {"model", "least_squares", "averaging"}
     assert curves["model"]["examples"] == [0, 1, 2, 3, 4]
@@ -150,25 +151,26 @@ def test_icl_run_reports_error_curves_next_to_the_baselines(tmp_path: Path) -> N
     assert abs(mean - (3 + 1) / 2) <= 4 * se  # (d + 1) / i at i = 2 examples
 
 
-def test_every_run_reports_its_error_on_its_own_task(tmp_path: Path) -> None:
-    """task_error is the mean per-sample error of the model on the seed's fresh samples (one batch here, so it can
-    be recomputed directly), with its standard error; the zero map's error on farthest (about 1) is the control."""
+def test_every_run_reports_its_population_error_on_its_own_task(tmp_path: Path) -> None:
+    """The analysis's population error is the mean per-sample error of the model on the recipe's held-out samples
+    (one batch here, so it can be recomputed directly), with its standard error; the zero map's error on farthest
+    (about 1) is the control."""
     from experiments.analysis.trained import analyze_run
     from experiments.tasks import ZeroBaseline, make_task
     from experiments.training.loop import train
-    from experiments.training.run import load_trained_model
+    from experiments.training.run_model import load_trained_model
 
     config = TrainConfig(task="farthest", d=4, N=3, rank=2, ffn_dim=8, steps=5, batch_size=8)
     train(config, tmp_path, progress=False)
-    n, seed = 500, 3
-    report = analyze_run(tmp_path, n_samples=n, seed=seed)
-    error = report["task_error"]
+    n = 500
+    report = analyze_run(tmp_path, samples=n)
     _, task, model = load_trained_model(tmp_path)
-    batch = make_task("farthest", 4, 3).sample(n, torch.Generator().manual_seed(seed))
+    batch = make_task("farthest", 4, 3).sample(n, torch.Generator().manual_seed(POPULATION_SEED))
     with torch.no_grad():
         per_sample = task.error(model(batch.to("cpu")).double(), batch.target)  # (n,)
-    assert error["n_samples"] == n and "theorem2" not in report
-    assert error["error"] == pytest.approx(float(per_sample.mean()), rel=1e-6)
-    assert error["error_stderr"] == pytest.approx(float(per_sample.std() / n**0.5), rel=1e-3)
+    assert report["population_samples"] == n and "theorem2" not in report
+    assert report["population_error"] == pytest.approx(float(per_sample.mean()), rel=1e-6)
+    assert report["population_stderr"] == pytest.approx(float(per_sample.std() / n**0.5), rel=1e-3)
     zero = task.error(ZeroBaseline()(batch), batch.target)  # (n,): ||x_far||^2 = 1 for every token
-    assert float(zero.mean()) == pytest.approx(1.0) and abs(error["error"] - 1.0) > 4 * error["error_stderr"]
+    error, stderr = report["population_error"], report["population_stderr"]
+    assert float(zero.mean()) == pytest.approx(1.0) and abs(error - 1.0) > 4 * stderr

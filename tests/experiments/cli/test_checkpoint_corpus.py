@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from experiments.training.run_precision import load_run_model
+from experiments.training.run_model import load_trained_model
 from tests.experiments.cli.cli_fuzz import invoke, refusal_problems, snapshot
 from tests.experiments.cli.lightning_checkpoints import (
     fake_module_names,
@@ -103,7 +103,7 @@ def test_checkpoints_shaped_like_the_reference_code_import_and_compute_its_forwa
         assert {"optimizer_states", "loops", "callbacks", "lr_schedulers"} <= set(summary["skipped"]["entries"])
         assert (summary["heads"], summary["N"], summary["layers"], summary["width"]) == (4, 5, 2, 2), label
         assert not fake_module_names() & set(sys.modules), "a module named in the file was imported"
-        _, _, model = load_run_model(tmp_path / f"run-{label}")
+        _, _, model = load_trained_model(tmp_path / f"run-{label}")
         stored = {k: v.double() for k, v in _state(dtype).items()}  # the file's weights, computed in float64
         with torch.no_grad():
             ours = model.network(X.permute(0, 2, 1).to(dtype)).permute(0, 2, 1).double()  # (B, d, N)

@@ -100,22 +100,22 @@ def test_an_imported_reference_encoder_is_analysed_reported_and_evaluated(tmp_pa
         capsys,
     )
     assert (summary["heads"], summary["rank"], summary["width"], summary["prefix"]) == (4, 2, 2, "model.")
-    n, seed = 3000, 12345
-    analysis = _json(["analyze", str(run), "--samples", str(n), "--seed", str(seed)], capsys)
+    n = 3000
+    analysis = _json(["analyze", str(run), "--samples", str(n)], capsys)
     assert [len(layer["per_head"]) for layer in analysis["layers"]] == [4]
     assert analysis["theorem2"]["bound_applies"] is False and analysis["theorem2"]["r"] == 2
     assert analysis["run"]["imported_from"] == f"reference-encoder: {source}"
     text = invoke(["analyze", str(run), "--samples", "200"], capsys).out
-    assert "per head" in text and "error on the task" in text and "bound_lower" in text
-    argv = shlex.split(summary["eval_command"])[1:] + ["--eval-samples", str(n), "--eval-seed", str(seed)]
+    assert "per head" in text and "population error on the task" in text and "bound_lower" in text
+    argv = shlex.split(summary["eval_command"])[1:] + ["--eval-samples", str(n)]
     evaluation = _json(argv, capsys)
     assert (evaluation["source"], evaluation["step"]) == ("checkpoint", 0)
-    assert evaluation["mse"] == analysis["task_error"]["error"]  # same samples: one batch of 3000 from the same seed
-    _json(["analyze", str(run), "--samples", str(n), "--seed", str(seed)], capsys)  # analysis.json for the report
+    assert evaluation["population_error"] == analysis["population_error"]  # the one recipe: the same held-out samples
+    _json(["analyze", str(run), "--samples", str(n)], capsys)  # analysis.json for the report
     reported = _json(["report", str(run)], capsys)
     report = Path(reported["report"]).read_text()
     assert "Imported with `attnrank import --from reference-encoder`" in report and "## Theorem 2" in report
-    assert f"{analysis['task_error']['error']:.4g}" in report
+    assert f"{analysis['population_error']:.4g}" in report
 
 
 def test_import_refusals_are_one_line_and_write_nothing(tmp_path: Path, capsys) -> None:  # noqa: ANN001

@@ -356,7 +356,11 @@ def test_init_construction_recipe_from_the_command_line(tmp_path: Path, capsys: 
                                  "--eval-samples", "20000", "--out", str(out), "--json"], capsys)  # fmt: skip
     start = json.loads(stdout)
     exact = full_rank_error(8, 100.0)
-    assert status == 0 and start["source"] == "init" and abs(start["mse"] - exact) <= DEFAULT_Z * start["stderr"]
+    assert (
+        status == 0
+        and start["source"] == "init"
+        and abs(start["population_error"] - exact) <= DEFAULT_Z * start["population_stderr"]
+    )
     status, _, stderr = run_cli([*base, "--rank", "4", "--init", "construction:full-rank", "--out", str(out)], capsys)
     assert status == 2 and len(stderr.strip().splitlines()) == 1 and "init" in stderr and "rank = 8" in stderr
     assert not out.exists()

@@ -19,7 +19,7 @@ from experiments.training.checkpoints import (
     write_checkpoint_file,
 )
 from experiments.training.loop import SingleModel, train
-from experiments.training.run import load_trained_model
+from experiments.training.run_model import load_trained_model
 
 # A tiny run: 10 steps, epochs of 4 steps, a checkpoint every 5 steps (the last one at step 10 closes a short epoch).
 CONFIG = TrainConfig(

@@ -16,9 +16,9 @@ import attnrank
 from experiments.config import TrainConfig
 from experiments.tasks import Batch, make_task
 from experiments.training import loop
+from experiments.training.evaluation import POPULATION_SEED
 from experiments.training.fixed_set import fixed_training_set
 from experiments.training.loop import train
-from experiments.training.population import POPULATION_SEED
 from experiments.training.reference_data import REFERENCE_WORKERS, reference_training_set, shared_batches
 from experiments.training.run import SAMPLER_SEED_OFFSET, build_run, sampler_generator
 

@@ -30,7 +30,8 @@ from experiments.tasks import FarthestTask, make_task
 from experiments.training import step_capture
 from experiments.training.loop import train
 from experiments.training.packed import PackedModels, draw_packed, train_packed
-from experiments.training.run import build_run, load_trained_model, sampler_generator
+from experiments.training.run import build_run, sampler_generator
+from experiments.training.run_model import load_trained_model
 from experiments.training.schedule import (
     load_optimizer_state,
     lr_factor,

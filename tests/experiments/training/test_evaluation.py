@@ -1,4 +1,5 @@
-"""Tests of experiments/training/evaluation.py (`attnrank train --eval-only`) and of the --init step-size warning."""
+"""Tests of experiments/training/evaluation.py (the one recipe; `attnrank train --eval-only`, evaluation.json) and
+of the --init step-size warning."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from constructions.full_rank import save_full_rank
 from constructions.weights_io import load_weights
 from experiments.cli.main import main
 from experiments.config import TrainConfig
-from experiments.training.evaluation import evaluate_run
+from experiments.training.evaluation import POPULATION_KEYS, evaluate_run, evaluate_trained
 from experiments.training.loop import train
 from experiments.training.run import build_run
 from experiments.training.schedule import init_step_ratio, make_optimizer
@@ -34,13 +35,15 @@ def full_rank_config(tmp_path: Path, **changes: object) -> TrainConfig:
 def test_eval_only_reports_the_construction_error_and_writes_nothing(tmp_path: Path) -> None:
     config = full_rank_config(tmp_path, device="cpu")
     out = tmp_path / "run"
-    result = evaluate_run(config, out, samples=20_000, seed=3)
+    result = evaluate_run(config, out, samples=20_000)
     predicted = load_weights(config.init).predicted_error  # type: ignore[arg-type]
-    assert result["source"] == "init" and result["step"] == 0 and result["n_samples"] == 20_000
-    assert abs(result["mse"] - predicted) <= 4 * result["stderr"], (result, predicted)
+    assert result["source"] == "init" and result["step"] == 0 and result["population_samples"] == 20_000
+    assert abs(result["population_error"] - predicted) <= 4 * result["population_stderr"], (result, predicted)
+    assert result["theorem2"]["error"] == result["population_error"]  # Theorem 2's own task: the bound beside it
     assert not out.exists()
-    fresh = evaluate_run(dataclasses.replace(config, init=None), None, samples=2000, seed=3)
-    assert fresh["source"] == "seed" and fresh["mse"] > predicted + 4 * fresh["stderr"]  # negative control
+    fresh = evaluate_run(dataclasses.replace(config, init=None), None, samples=2000)
+    control = predicted + 4 * fresh["population_stderr"]
+    assert fresh["source"] == "seed" and fresh["population_error"] > control  # negative control
 
 
 def test_eval_only_reads_the_checkpoint_of_the_directory(tmp_path: Path) -> None:
@@ -48,7 +51,7 @@ def test_eval_only_reads_the_checkpoint_of_the_directory(tmp_path: Path) -> None
     out = tmp_path / "run"
     train(config, out, progress=False)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    result = evaluate_run(config, out, samples=500, seed=0)
+    result = evaluate_run(config, out, samples=500)
     assert result["source"] == "checkpoint" and result["step"] == 10
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # read only
 
@@ -59,7 +62,8 @@ def test_eval_only_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert main([*args, "--eval-only", "--eval-samples", "4000", "--json"]) == 0
     captured = capsys.readouterr()
     data = json.loads(captured.out)
-    assert set(data) == {"mse", "stderr", "n_samples", "step", "source", "out"} and data["n_samples"] == 4000
+    keys = {"population_error", "population_stderr", "population_samples", "theorem2", "step", "source", "out"}
+    assert set(data) == keys and data["population_samples"] == 4000
     assert captured.err == "" and not (tmp_path / "run").exists()
     assert main([*args, "--eval-only", "--eval-samples", "1"]) == 2
     assert "--eval-samples must be an integer >= 2" in capsys.readouterr().err
@@ -88,3 +92,19 @@ def test_init_step_ratio_is_the_first_adamw_step() -> None:
     moved = float((after - before).norm()) / float(before.norm())
     assert init_step_ratio(model.parameters(), config.lr) == pytest.approx(moved, rel=0.05)
     assert init_step_ratio([torch.zeros(3, requires_grad=True)], 0.1) == float("inf")
+
+
+def test_a_finished_run_carries_its_evaluation_and_an_older_one_gets_evaluation_json(tmp_path: Path) -> None:
+    """evaluate_trained reads the evaluation a finished run wrote into result.json; a run without one (finished
+    before the recipe) is evaluated now, by the same recipe, into evaluation.json beside result.json."""
+    config = TrainConfig(task="farthest", d=4, N=3, rank=4, ffn_dim=16, steps=10, batch_size=16, device="cpu")
+    out = tmp_path / "run"
+    result = train(config, out, progress=False)
+    assert evaluate_trained(out) == {key: result.extra[key] for key in POPULATION_KEYS}
+    older = json.loads((out / "result.json").read_text())
+    for key in POPULATION_KEYS:
+        del older[key]
+    (out / "result.json").write_text(json.dumps(older))
+    again = evaluate_trained(out)
+    assert again == {key: result.extra[key] for key in POPULATION_KEYS}  # the recipe is deterministic
+    assert json.loads((out / "evaluation.json").read_text()) == again

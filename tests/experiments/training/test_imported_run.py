@@ -19,9 +19,10 @@ from experiments.analysis.trained import analyze_run
 from experiments.config import TrainConfig
 from experiments.tasks import Batch, make_task
 from experiments.training.checkpoints import load_checkpoint
-from experiments.training.evaluation import evaluate_run
-from experiments.training.imported_run import IMPORT_RECORD, import_reference_encoder, write_imported_run
-from experiments.training.run import load_trained_model
+from experiments.training.evaluation import EVAL_BATCH, POPULATION_SEED, evaluate_run
+from experiments.training.imported_run import import_reference_encoder, write_imported_run
+from experiments.training.run_directory import IMPORT_NAME as IMPORT_RECORD
+from experiments.training.run_model import load_trained_model
 from tests.experiments.models.reference_checkpoints import random_reference_state, reference_forward
 
 EPS32 = float(torch.finfo(torch.float32).eps)
@@ -77,25 +78,27 @@ def test_the_task_error_of_the_run_is_the_reference_forwards_error(tmp_path: Pat
     source = tmp_path / "weights.pt"
     torch.save(state, source)
     run = import_reference_encoder(source, tmp_path / "run", num_heads=2, task="nearest", N=2, keys="orthonormal")
-    n, seed = 512, 7
-    evaluation = evaluate_run(run.config, run.out_dir, samples=n, seed=seed)
-    assert (evaluation["step"], evaluation["source"], evaluation["n_samples"]) == (0, "checkpoint", n)
-    batch = run_task_batch(run.config, n, seed)
+    n = 512
+    evaluation = evaluate_run(run.config, run.out_dir, samples=n)
+    assert (evaluation["step"], evaluation["source"], evaluation["population_samples"]) == (0, "checkpoint", n)
+    batch = run_task_batch(run.config, n)
     with torch.no_grad():
         outputs = reference_forward(state, batch.tokens.permute(0, 2, 1), 2)  # the file's float64 weights
     errors = (outputs.permute(0, 2, 1)[:, -1, :] - batch.target).pow(2).sum(dim=-1)  # (n,): the query token's answer
-    print(f"eval-only mse {evaluation['mse']!r}, reference forward on the same samples {float(errors.mean())!r}")
+    mine = evaluation["population_error"]
+    print(f"eval-only population error {mine!r}, reference forward on the same samples {float(errors.mean())!r}")
     assert json.loads((run.out_dir / IMPORT_RECORD).read_text())["dtype"] == "float64"
-    assert abs(evaluation["mse"] - float(errors.mean())) < FLOAT64_TOLERANCE * max(1.0, float(errors.mean()))
-    report = analyze_run(run.out_dir, n_samples=n, seed=seed)
-    assert report["task_error"]["error"] == evaluation["mse"]  # same sampler, same seed, same batches
+    assert abs(mine - float(errors.mean())) < FLOAT64_TOLERANCE * max(1.0, float(errors.mean()))
+    report = analyze_run(run.out_dir, samples=n)
+    assert report["population_error"] == mine  # the one recipe: same held-out samples, same batches
     assert report["theorem2"]["bound_applies"] is False and report["run"]["imported_from"].startswith("reference")
 
 
-def run_task_batch(config: TrainConfig, n: int, seed: int) -> Batch:
-    """The one batch evaluate_run draws for ``n`` <= its batch size (fresh sampler seeded with ``seed``)."""
+def run_task_batch(config: TrainConfig, n: int) -> Batch:
+    """The one batch evaluate_run draws for ``n`` <= the recipe's batch (the held-out stream)."""
+    assert n <= EVAL_BATCH
     task = make_task(config.task, config.d, config.N, config.keys)
-    return task.sample(n, torch.Generator().manual_seed(seed))
+    return task.sample(n, torch.Generator().manual_seed(POPULATION_SEED))
 
 
 def test_an_import_never_overwrites_and_leaves_nothing_on_refusal(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from experiments.tasks import make_task
 from experiments.training import packed
 from experiments.training.loop import train
 from experiments.training.packed import PackHooks, train_packed
-from experiments.training.run import load_trained_model
+from experiments.training.run_model import load_trained_model
 
 RTOL = 1e-5
 

@@ -17,7 +17,8 @@ from experiments.config import TrainConfig, TrainResult
 from experiments.tasks import FarthestTask, estimate_task_error
 from experiments.training.checkpoints import write_checkpoint_file
 from experiments.training.loop import SingleModel, train
-from experiments.training.run import build_run, load_trained_model, resolve_device
+from experiments.training.run import build_run, resolve_device
+from experiments.training.run_model import load_trained_model
 from experiments.training.schedule import lr_factor, make_optimizer
 
 # A tiny run: d = 4, N = 3, one layer, FFN width 16, batches of 16, 30 steps (well under a second each).

@@ -1,4 +1,5 @@
-"""Tests of experiments/training/run_precision.py: a run directory's recorded precision, and loading the model in it."""
+"""Tests of experiments/training/run_model.py: a run directory's recorded precision, and loading the model in it (the
+one load_trained_model)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 import torch
 
 from experiments.training.imported_run import import_reference_encoder
-from experiments.training.run_precision import IMPORT_RECORD, dtype_name, load_run_model, run_dtype
+from experiments.training.run_directory import IMPORT_NAME
+from experiments.training.run_model import dtype_name, load_trained_model, run_dtype
 from tests.experiments.models.reference_checkpoints import random_reference_state
 
 
@@ -25,9 +27,9 @@ def test_an_import_keeps_the_files_precision_and_its_weights_bit_for_bit(tmp_pat
     for dtype in (torch.float64, torch.float32):
         run = _imported(tmp_path, dtype)
         assert run_dtype(run) == dtype
-        _, _, model = load_run_model(run)
+        _, _, model = load_trained_model(run)
         assert {p.dtype for p in model.parameters()} == {dtype} and not model.training
-    _, _, model = load_run_model(tmp_path / "torch.float64")
+    _, _, model = load_trained_model(tmp_path / "torch.float64")
     source = random_reference_state(d=4, num_heads=2)
     scale = source["encoder.layers.0.norm1.scale"].reshape(())
     assert torch.equal(model.network.layers[0].norm1.scale.detach(), scale)  # no float32 on the way
@@ -43,7 +45,7 @@ def test_the_public_load_trained_model_keeps_the_runs_precision(tmp_path: Path) 
 
 def test_a_run_without_a_record_is_float32_and_a_damaged_record_is_refused(tmp_path: Path) -> None:
     assert run_dtype(tmp_path) == torch.float32
-    record = tmp_path / IMPORT_RECORD
+    record = tmp_path / IMPORT_NAME
     for content, phrase in (("{not json", "not a readable JSON"), (json.dumps({"dtype": "float16"}), "field dtype")):
         record.write_text(content)
         with pytest.raises(ValueError, match=phrase):

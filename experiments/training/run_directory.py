@@ -1,0 +1,217 @@
+"""The one owner of a run directory's layout: every file's name, and reading and writing each of them.
+
+A run directory (``attnrank train --out DIR``, a sweep's ``runs/<hash>/``, ``attnrank import``'s output) holds:
+
+- ``config.json``: the run's record, one shape for every writer (:func:`config_record`): ``config`` (the TrainConfig's
+  fields), ``config_hash``, the provenance (``git_revision``, ``git_dirty``, ``versions``), ``device`` and
+  ``step_path`` (how a training step runs there, `training.step_capture.describe_step_path`);
+- ``metrics.csv``: one row per epoch (`METRICS_HEADER`; written by the training loop through :meth:`metrics_rows` and
+  :meth:`write_metrics`);
+- ``checkpoint.pt``: the latest checkpoint (`training.checkpoints`, which verifies it when read);
+- ``result.json``: the finished run's `TrainResult` (or a solved random-feature / least-squares spec's metrics);
+- ``evaluation.json``: the trained model's evaluation by the one recipe (`analysis.evaluation.evaluate_trained`:
+  population error, and Theorem 2's bound where it applies), so a store rebuilt from run directories recovers it;
+- ``import.json``: the provenance of an imported run (`training.imported_run`), with the precision of its weights;
+- ``analysis.json``: ``attnrank analyze``'s report;
+- ``.lock``: the lock a sweep worker holds while it trains the directory.
+
+Torch-free (a sweep's driver and the reports read run directories without loading torch); loading the trained model
+is `training.run_model.load_trained_model`. Files are read as untrusted input: a damaged one is refused with one
+line naming the file (and the field).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from experiments.config import TrainConfig, TrainResult
+from experiments.json_files import atomic_write_bytes, write_json
+
+CONFIG_NAME = "config.json"
+METRICS_NAME = "metrics.csv"
+CHECKPOINT_NAME = "checkpoint.pt"
+RESULT_NAME = "result.json"
+EVALUATION_NAME = "evaluation.json"
+IMPORT_NAME = "import.json"
+ANALYSIS_NAME = "analysis.json"
+LOCK_NAME = ".lock"
+ATOMIC_NAMES = (CHECKPOINT_NAME, CONFIG_NAME, METRICS_NAME, RESULT_NAME, EVALUATION_NAME)
+"""Files written atomically (a temporary ``.<name>.*.tmp`` in the directory, then a rename): what a killed write can
+leave behind (`training.checkpoints.remove_stale_temporaries`)."""
+METRICS_HEADER = ("step", "loss", "lr", "time", "population")
+"""metrics.csv's columns: the epoch's closing step, its mean training loss, the learning rate of its last step,
+seconds of training so far, and the population error where measured (empty elsewhere)."""
+DTYPE_NAMES = ("float32", "float64")
+"""The precisions import.json may record for a run's weights (every trained run is float32)."""
+
+
+def config_record(
+    config: TrainConfig, provenance: Mapping[str, Any], device: str, step_path: Mapping[str, Any]
+) -> dict[str, Any]:
+    """config.json's one shape: the config, its hash, the provenance, the device and the step path."""
+    return {
+        "config": config.to_dict(),
+        "config_hash": config.config_hash(),
+        **provenance,
+        "device": device,
+        "step_path": dict(step_path),
+    }
+
+
+def _read_json_object(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a readable JSON file ({' '.join(str(exc).split())})") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: must hold a JSON object, got {type(data).__name__}")
+    return data
+
+
+@dataclass(frozen=True)
+class RunDirectory:
+    """The files of one run directory (module docstring)."""
+
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    @property
+    def config(self) -> Path:
+        return self.root / CONFIG_NAME
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / METRICS_NAME
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.root / CHECKPOINT_NAME
+
+    @property
+    def result(self) -> Path:
+        return self.root / RESULT_NAME
+
+    @property
+    def evaluation(self) -> Path:
+        return self.root / EVALUATION_NAME
+
+    @property
+    def import_record(self) -> Path:
+        return self.root / IMPORT_NAME
+
+    @property
+    def analysis(self) -> Path:
+        return self.root / ANALYSIS_NAME
+
+    @property
+    def lock(self) -> Path:
+        return self.root / LOCK_NAME
+
+    # ---------------------------------------------------------------------------------------------- config.json
+    def read_record(self) -> dict[str, Any]:
+        """config.json as written (ValueError naming the file when it is no run record)."""
+        data = _read_json_object(self.config)
+        if "config" not in data:
+            raise ValueError(f"{self.config}: no 'config' entry; not a training run directory")
+        return data
+
+    def read_config(self) -> TrainConfig:
+        """The TrainConfig recorded in config.json (ValueError naming the file and the field)."""
+        try:
+            return TrainConfig.from_dict(self.read_record()["config"])
+        except (TypeError, ValueError) as exc:
+            if str(exc).startswith(str(self.config)):
+                raise
+            raise ValueError(f"{self.config}: field config is not a valid run config ({exc})") from exc
+
+    def write_config(
+        self, config: TrainConfig, provenance: Mapping[str, Any], device: str, step_path: Mapping[str, Any]
+    ) -> None:
+        """Write config.json (:func:`config_record`), atomically."""
+        write_json(self.config, config_record(config, provenance, device, step_path))
+
+    # ---------------------------------------------------------------------------------------------- result.json
+    def read_result(self) -> TrainResult:
+        """The TrainResult of result.json (ValueError naming the file when it is corrupt)."""
+        try:
+            return TrainResult.from_dict(_read_json_object(self.result))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{self.result}: corrupt result file ({exc}); delete it to retrain") from exc
+
+    def read_result_metrics(self) -> dict[str, Any] | None:
+        """result.json's JSON object as written (any run kind), or None when it is absent or unreadable."""
+        try:
+            return _read_json_object(self.result) if self.result.is_file() else None
+        except ValueError:
+            return None
+
+    def write_result(self, metrics: Mapping[str, Any]) -> None:
+        """Write result.json (a TrainResult's ``to_dict()``, or a solved spec's metrics), atomically."""
+        write_json(self.result, dict(metrics))
+
+    # ----------------------------------------------------------------------------------------- evaluation.json
+    def read_evaluation(self) -> dict[str, Any] | None:
+        """evaluation.json, or None when the run has not been evaluated (ValueError naming a damaged file)."""
+        return _read_json_object(self.evaluation) if self.evaluation.is_file() else None
+
+    def write_evaluation(self, evaluation: Mapping[str, Any]) -> None:
+        """Write evaluation.json, atomically."""
+        write_json(self.evaluation, dict(evaluation))
+
+    # --------------------------------------------------------------------------------------------- import.json
+    def read_import_record(self) -> dict[str, Any] | None:
+        """import.json of an imported run, or None for a run trained here."""
+        return _read_json_object(self.import_record) if self.import_record.is_file() else None
+
+    def write_import_record(self, record: Mapping[str, Any]) -> None:
+        write_json(self.import_record, dict(record))
+
+    def dtype_name(self) -> str:
+        """The precision of the run's weights: import.json's ``dtype`` for an import, else "float32".
+
+        An import.json without the field (from before it was recorded) means float32; any other value is refused
+        naming the file and the field.
+        """
+        record = self.read_import_record()
+        if record is None:
+            return "float32"
+        name = record.get("dtype", "float32")
+        if name not in DTYPE_NAMES:
+            raise ValueError(f"{self.import_record}: field dtype must be one of {', '.join(DTYPE_NAMES)}, got {name!r}")
+        return str(name)
+
+    # --------------------------------------------------------------------------------------------- metrics.csv
+    def metrics_rows(self, up_to_step: int) -> list[list[str]]:
+        """The metrics rows up to ``up_to_step`` (rows written after the last checkpoint are dropped), each padded to
+        the current columns (rows written before a column existed)."""
+        if not self.metrics.exists():
+            return []
+        with self.metrics.open(newline="", encoding="utf-8") as stream:
+            rows = list(csv.reader(stream))
+        kept = []
+        for number, row in enumerate(rows[1:], start=2):
+            if not row:
+                continue
+            try:
+                step, _ = int(row[0]), float(row[1])
+            except (ValueError, IndexError) as exc:
+                raise ValueError(f"{self.metrics}: line {number} is not a metrics row ({exc})") from exc
+            if step <= up_to_step:
+                kept.append(row + [""] * (len(METRICS_HEADER) - len(row)))
+        return kept
+
+    def write_metrics(self, rows: list[list[str]]) -> None:
+        """Rewrite metrics.csv atomically with the header and ``rows``."""
+        text = io.StringIO(newline="")
+        writer = csv.writer(text)
+        writer.writerow(METRICS_HEADER)
+        writer.writerows(rows)
+        atomic_write_bytes(self.metrics, lambda stream: stream.write(text.getvalue().encode("utf-8")))
