@@ -104,11 +104,6 @@ def weight_file_model(weights: WeightFile, temperature: float | None = None) -> 
     return single_layer_model
 
 
-def describe_temperature(temperature: float) -> str:
-    """'inf (hardmax)' or the number."""
-    return "inf (hardmax)" if math.isinf(temperature) else f"{temperature:g}"
-
-
 def metadata_mismatch(weights: WeightFile, task: str, N: int | None) -> str | None:
     """One line naming how the file's ``task`` / ``N`` metadata disagree with the requested task and N, or None.
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import least_squares
 
-from experiments.analysis.best_seed import Record
+from experiments.analysis.records import Record
 
 PAPER_SAMPLES = 100_000 * 256
 """The paper's training budget in samples seen: 100k steps of batch 256 (docs/paper.md section 6)."""

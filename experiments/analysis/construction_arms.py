@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.analysis.best_seed import Record
+from experiments.analysis.records import Record
 from experiments.analysis.run_curves import CURVES_NAME, run_curve
 from experiments.config import TrainConfig
 from experiments.training.evaluation import evaluate_run

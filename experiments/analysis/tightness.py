@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from experiments.analysis.best_seed import Record
+from experiments.analysis.records import Record
 from theory.bounds import min_heads, rank_lower_bound
 from theory.majority_vote_error import majority_vote_error
 from theory.monte_carlo import DEFAULT_Z

@@ -26,10 +26,6 @@ from experiments.cli.arguments import PARAMETER_ALIASES
 from experiments.cli.version import package_version
 
 
-class UsageError(ValueError):
-    """Bad input detected by a command itself (as opposed to by a library function)."""
-
-
 class OneLineArgumentParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line, ``PROG: error: MESSAGE``, and exit status 2 (no usage block).
 

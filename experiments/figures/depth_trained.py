@@ -21,7 +21,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments.analysis.best_seed import Record
+from experiments.analysis.records import Record
 from experiments.sweeps.studies.depth import depth_fresh_error, depth_heads
 from theory.bounds import rank_lower_bound
 from theory.majority_vote_error import majority_vote_error

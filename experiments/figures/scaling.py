@@ -16,8 +16,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments.analysis.best_seed import Record
 from experiments.analysis.compute_scaling import PAPER_SAMPLES, samples_seen
+from experiments.analysis.records import Record
 from experiments.figures.sweeps import plain_log_labels
 from experiments.sweeps.grading import matches
 from experiments.sweeps.scaling_verdicts import ScalingVerdict

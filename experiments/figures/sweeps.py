@@ -28,7 +28,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from experiments.analysis.best_seed import Record
+from experiments.analysis.records import Record
 from experiments.figures.depth_trained import plot_depth_trained
 from experiments.figures.finite_set import plot_finite_set
 from experiments.figures.trained import plot_trained_vs_bound

@@ -19,7 +19,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 
-from experiments.analysis.best_seed import Record
+from experiments.analysis.records import Record
 from experiments.analysis.tightness import Curve, TightnessCell, tightness_cells
 from experiments.figures.sweeps import parameter_line, plain_log_labels
 from theory.monte_carlo import DEFAULT_Z

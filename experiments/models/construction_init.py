@@ -91,15 +91,15 @@ def load_construction(model: TheoryModel, config: TrainConfig) -> None:
         model.readout.copy_(torch.eye(config.d))  # (d, d): the single-layer output is the attention itself
         return
     weights = majority_vote_of(config)
-    width = model.width  # D = d + p >= 2d + 1
+    D = model.stream_dim  # D = d + p >= 2d + 1
     for layer, source in zip(layers, weights.layers, strict=True):
-        Q = _pad_last(source.Q, width)  # (H_l, 1, D)
-        K = _pad_last(source.K, width)  # (H_l, 1, D)
-        V = _pad_last(_pad_rows(source.V, width), width)  # (H_l, D, D)
+        Q = _pad_last(source.Q, D)  # (H_l, 1, D)
+        K = _pad_last(source.K, D)  # (H_l, 1, D)
+        V = _pad_last(_pad_rows(source.V, D), D)  # (H_l, D, D)
         load_attention_heads(layer, Q, K, V, temperature)
     codes = _pad_last(weights.context_codes, model.p)  # (N, p): +1 / -1 in the tally coordinate, zeros after
     query = _pad_last(weights.query_code[None, :], model.p)[0]  # (p,): zeros
-    readout = _pad_last(weights.readout, width)  # (d, D): reads the out block
+    readout = _pad_last(weights.readout, D)  # (d, D): reads the out block
     model.context_codes.copy_(torch.as_tensor(codes))
     model.query_code.copy_(torch.as_tensor(query))
     model.readout.copy_(torch.as_tensor(readout))

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from experiments.analysis.best_seed import Record
+from experiments.analysis.records import Record
 from experiments.sweeps.studies.depth import DEPTH_ARM_TARGET
 from theory.monte_carlo import DEFAULT_Z
 

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.analysis.best_seed import Record
 from experiments.analysis.compute_scaling import SCALING_INTERVAL, floor_text
 from experiments.analysis.curve_projection import project_curve
+from experiments.analysis.records import Record
 from experiments.analysis.run_curves import CURVES_NAME, Curve, run_curve
 from experiments.config import TrainConfig
 from experiments.figures.run_curves import (

@@ -48,8 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from experiments.analysis.best_seed import Record
 from experiments.analysis.compute_scaling import PowerLawFit, floor_text
+from experiments.analysis.records import Record
 from experiments.analysis.tightness import tightness_cells
 from experiments.config import EXECUTION_FIELDS, TrainConfig
 from experiments.figures.sweeps import parameter_line

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from experiments.analysis.best_seed import Record
 from experiments.analysis.compute_scaling import PAPER_SAMPLES, PROJECTION_LIMIT, SCALING_INTERVAL, floor_text
+from experiments.analysis.records import Record
 from experiments.figures.scaling import plot_scaling
 from experiments.sweeps.claims import CLAIMS, SCALING_RULES, judge
 from experiments.sweeps.scaling_verdicts import ScalingVerdict, scaling_verdict

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.analysis.best_seed import Record
+from experiments.analysis.records import Record
 from experiments.config import TrainConfig
 from experiments.figures.sweeps import DRAWS_PAPER_NUMBERS, FIGURES, parameter_line, regime_line
 from experiments.reporting.construction_arms_report import construction_arms_lines

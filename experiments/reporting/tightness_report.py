@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from experiments.analysis.best_seed import Record
+from experiments.analysis.records import Record
 from experiments.analysis.run_curves import CURVES_NAME, run_curve
 from experiments.analysis.tightness import (
     Curve,

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from experiments.analysis.best_seed import Record
+from experiments.analysis.records import Record
 
 
 class Grade(enum.Enum):

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from experiments.analysis.best_seed import Record
 from experiments.analysis.compute_scaling import (
     BOOTSTRAP_DRAWS,
     PAPER_SAMPLES,
@@ -27,6 +26,7 @@ from experiments.analysis.compute_scaling import (
     finished_points,
     fit_power_law,
 )
+from experiments.analysis.records import Record
 from experiments.sweeps.grading import Grade, ScalingRule, Verdict, matches, scaling_rule_at_budget
 
 

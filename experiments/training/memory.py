@@ -68,9 +68,9 @@ def training_bytes(config: TrainConfig) -> float:
     Returns:
         bytes, as a float (exact integers would be no more honest than the estimate).
     """
-    width, heads, layers = config.model_width, config.heads, config.layers
+    D, heads, layers = config.model_width, config.heads, config.layers  # D: the residual width
     tokens = config.batch_size * (2 * config.N + 1 if config.task == "icl" else config.N + 1)
-    params = layers * (heads * (2 * config.rank * width + width * width) + 2 * width * config.ffn_dim + 4 * width)
-    per_token = layers * (6 * width + heads * (2 * config.rank + width + config.N + 1) + 2 * config.ffn_dim)
-    fixed_set = config.train_batches * 3 * tokens * width
+    params = layers * (heads * (2 * config.rank * D + D * D) + 2 * D * config.ffn_dim + 4 * D)
+    per_token = layers * (6 * D + heads * (2 * config.rank + D + config.N + 1) + 2 * config.ffn_dim)
+    fixed_set = config.train_batches * 3 * tokens * D
     return 4.0 * (4 * params + 3 * tokens * per_token + fixed_set)

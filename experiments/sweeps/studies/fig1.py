@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from experiments.analysis.best_seed import Record
+from experiments.analysis.records import Record
 from experiments.config import TrainConfig
 from experiments.sweeps.grading import (
     Claim,

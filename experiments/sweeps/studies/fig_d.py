@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from experiments.analysis.best_seed import Record
+from experiments.analysis.records import Record
 from experiments.sweeps.grading import (
     Claim,
     Verdict,

@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from experiments.analysis.best_seed import Record
+from experiments.analysis.records import Record
 from experiments.config import TrainConfig
 from experiments.sweeps.grading import Claim, Verdict, fmt, graded, not_evaluated
 from experiments.sweeps.preset_kit import Preset, at_scales

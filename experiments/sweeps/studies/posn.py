@@ -9,7 +9,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from experiments.analysis.best_seed import Record
+from experiments.analysis.records import Record
 from experiments.config import TrainConfig
 from experiments.sweeps.grading import (
     Claim,

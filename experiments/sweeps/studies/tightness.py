@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from experiments.analysis.best_seed import Record
+from experiments.analysis.records import Record
 from experiments.config import TrainConfig
 from experiments.sweeps.grading import (
     Claim,
