@@ -24,7 +24,8 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY))
 
 from experiments.config import TrainConfig  # noqa: E402
-from experiments.sweeps.runner import RUNS_DIR, resolve_runs  # noqa: E402
+from experiments.sweeps.preflight import resolve_runs  # noqa: E402
+from experiments.sweeps.runner import RUNS_DIR  # noqa: E402
 
 DECIDING_RANKS = (64, 32, 8)
 """Figure 1's deciding ranks at d = 64: full, half and an eighth."""

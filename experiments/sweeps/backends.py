@@ -25,14 +25,14 @@ from types import ModuleType
 
 from experiments.config import TrainConfig, TrainResult
 from experiments.sweeps.work import RunOutcome, RunPack, RunTask, WorkItem
-from theory.validation import check_choice, check_int
+from theory.validation import check_choice
 
 BACKENDS = ("local", "ray")
 
 
 def threads_per_worker(workers: int) -> int:
     """Torch intra-op threads for each of ``workers`` local workers: the machine's cores shared evenly."""
-    return max(1, (os.cpu_count() or 1) // check_int("workers", workers, minimum=1))
+    return max(1, (os.cpu_count() or 1) // workers)
 
 
 def _execution() -> ModuleType:
@@ -63,9 +63,9 @@ def run_local(tasks: Sequence[WorkItem], workers: int) -> Iterator[RunOutcome]:
 
     Args:
         tasks: the runs.
-        workers: parallel processes (1: in the driver process).
+        workers: parallel processes (1: in the driver process), >= 1 (checked once by the caller: the sweep's request,
+            or `train_configs`).
     """
-    workers = check_int("workers", workers, minimum=1)
     if workers == 1 or len(tasks) <= 1:
         for task in tasks:  # the driver's own torch threads (OMP_NUM_THREADS / torch.set_num_threads) are kept
             yield from execute_lazily(task)
@@ -162,10 +162,10 @@ def check_ray_address(address: str | None, timeout: float = RAY_CONNECT_TIMEOUT)
 
 
 def run_ray(tasks: Sequence[WorkItem], address: str | None = None) -> Iterator[RunOutcome]:
-    """Run tasks as Ray tasks (a new local Ray instance unless one is running or ``address`` is given)."""
+    """Run tasks as Ray tasks (a new local Ray instance unless one is running or ``address`` is given; the address
+    was probed once by the sweep's check, `experiments.sweeps.preflight.check_sweep_request`)."""
     import ray  # optional heavy dependency (pip install ray): imported only when the ray backend is used
 
-    check_ray_address(address)
     if not ray.is_initialized():
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     cpu_task = ray.remote(num_cpus=1)(execute_lazily)
@@ -196,6 +196,4 @@ def run_tasks(
         if address is not None:
             raise ValueError("address is only used with backend 'ray'")
         return run_local(tasks, workers if workers is not None else (os.cpu_count() or 1))
-    if workers is not None:
-        check_int("workers", workers, minimum=1)
     return run_ray(tasks, address)

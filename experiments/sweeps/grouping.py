@@ -136,7 +136,6 @@ def group_into_packs(
     Returns:
         RunPack and RunTask items covering every task once, longest first.
     """
-    workers = check_int("workers", workers, minimum=1)
     max_pack = check_int("max_pack", max_pack, minimum=1)
     groups: dict[str, list[tuple[TrainConfig, RunTask]]] = {}
     singles: list[RunTask] = []

@@ -1,8 +1,10 @@
 """What a sweep checks before its first run: every argument of `run_sweep`, and the memory its runs will hold at once.
 
-`check_sweep_request` is called first thing by `experiments.sweeps.runner.run_sweep`, so a bad argument or a sweep
-that cannot fit is refused before the store or any run directory is created, as ``attnrank construct``, ``train`` and
-``eval`` refuse theirs (docs/reliability.md).
+`check_sweep_request` is the one check of a sweep (issue 39): `experiments.sweeps.runner.run_sweep` and ``attnrank
+sweep`` call it first thing and pass the `SweepRequest` it returns down (its workers checked once, the preset's runs
+built once, a Ray address probed once), so a bad argument or a sweep that cannot fit is refused before the store or
+any run directory is created, as ``attnrank construct``, ``train`` and ``eval`` refuse theirs (docs/reliability.md).
+`resolve_runs` and `select_runs` build and select a sweep's runs for it.
 
 The memory estimate (`sweep_bytes`) is an upper bound on what the runs executing at the same moment hold. A local
 sweep runs ``workers`` processes; each executes one unit at a time: a single run, a pack of at most
@@ -27,8 +29,11 @@ A Ray sweep runs on the cluster's machines, not this one: its memory is not chec
 from __future__ import annotations
 
 import functools
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from experiments.config import TrainConfig
@@ -117,6 +122,81 @@ def sweep_bytes(specs: Sequence[RunSpec], workers: int, *, pack: bool, batch_see
     return float(sum(largest)) + WORKER_BYTES * min(workers, len(specs))
 
 
+def resolve_runs(preset: str, scale: str, overrides: Mapping[str, Any] | None = None) -> list[RunSpec]:
+    """The sweep's run specs with ``overrides`` applied, every one validated before any run starts.
+
+    Every TrainConfig is built (a bad value names its field); overrides on a preset without training runs are
+    refused (they would change nothing); a weight file named by ``init`` must exist, be readable and match its run.
+    """
+    specs = get_preset(preset).runs(scale)
+    if overrides:
+        if not any(isinstance(s, TrainConfig) for s in specs):
+            raise ValueError(f"--set overrides TrainConfig fields, but preset {preset} has no training runs")
+        try:
+            specs = with_overrides(specs, overrides)
+        except (TypeError, ValueError) as exc:  # a field's message, e.g. "steps must be an integer >= 1"
+            raise type(exc)(f"overrides: {exc}") from exc
+    checked: set[str] = set()
+    for spec in specs:
+        if isinstance(spec, TrainConfig) and spec.init is not None:
+            if spec.model != "theory":
+                raise ValueError(
+                    f"init: weight files load into the theory model, but preset {preset} trains {spec.model!r}"
+                )
+            key = json.dumps({k: v for k, v in spec.to_dict().items() if k != "seed"}, sort_keys=True)
+            if key not in checked:
+                # torch (via the model factory) is imported only when a run loads a weight file: a sweep's driver
+                # otherwise never loads it (see experiments.sweeps.backends).
+                from experiments.models.factory import theory_network_from_file
+
+                theory_network_from_file(spec)
+                checked.add(key)
+    return specs
+
+
+def select_runs(specs: list[RunSpec], only: Mapping[str, Any] | None) -> list[RunSpec]:
+    """The specs whose fields equal every ``KEY: VALUE`` of ``only`` (all of them when ``only`` is empty).
+
+    ValueError naming ``only`` when a key is no field of any spec, or when no spec matches (a typo would otherwise
+    run nothing and report success).
+    """
+    if not only:
+        return specs
+    fields = sorted({key for spec in specs for key in spec.to_dict()})
+    unknown = sorted(set(only) - set(fields))
+    if unknown:
+        known = ", ".join(fields)
+        raise ValueError(f"only must name fields of the runs; unknown: {', '.join(unknown)} (fields: {known})")
+    kept = [s for s in specs if all(s.to_dict().get(key) == value for key, value in only.items())]
+    if not kept:
+        wanted = ", ".join(f"{key}={value!r}" for key, value in only.items())
+        raise ValueError(f"only is {wanted}, which matches none of the {len(specs)} runs")
+    return kept
+
+
+@dataclass(frozen=True)
+class SweepRequest:
+    """A sweep's arguments after every check (`check_sweep_request`): what `runner.execute_sweep` runs, with nothing
+    left to validate. ``workers`` is resolved (the default is this machine's cores); ``specs`` are every run of the
+    preset at the scale with the overrides applied (each built once, init files checked), ``selected`` those that
+    ``only`` keeps."""
+
+    preset: str
+    scale: str
+    out: Path
+    backend: str
+    workers: int
+    address: str | None
+    overrides: Mapping[str, Any]
+    only: Mapping[str, Any]
+    progress: bool
+    batch_seeds: bool
+    pack: bool
+    rebuild: bool
+    specs: tuple[RunSpec, ...]
+    selected: tuple[RunSpec, ...]
+
+
 def check_sweep_request(
     preset: Any,
     scale: Any,
@@ -126,14 +206,19 @@ def check_sweep_request(
     workers: Any = None,
     address: Any = None,
     overrides: Any = None,
+    only: Any = None,
     progress: Any = True,
     batch_seeds: Any = False,
     pack: Any = True,
     rebuild: Any = False,
-) -> None:
-    """Refuse a `run_sweep` request before anything is written: every argument, then the memory of a local sweep.
+) -> SweepRequest:
+    """The one check of a `run_sweep` request, before anything is written: every argument, the preset's runs (built
+    once), the Ray address (probed once) or, for a local sweep, the memory of the runs in flight.
 
     Args: as `experiments.sweeps.runner.run_sweep`.
+
+    Returns:
+        the checked request.
 
     Raises:
         ValueError / TypeError naming the argument (``overrides``' messages also name the field); an OSError naming
@@ -150,25 +235,39 @@ def check_sweep_request(
             raise ValueError("address is only used with backend 'ray'")
     for name, value in (("progress", progress), ("batch_seeds", batch_seeds), ("pack", pack), ("rebuild", rebuild)):
         check_bool(name, value)
-    specs = get_preset(preset).runs(scale)  # validates the scale
     if overrides is not None:
         check_instance("overrides", overrides, Mapping, "a mapping of TrainConfig fields to values, or None")
         strange = [key for key in overrides if not isinstance(key, str)]
         if strange:
             raise TypeError(f"overrides must have str keys (TrainConfig fields), got {strange[0]!r}")
-        if overrides:
-            try:
-                specs = with_overrides(specs, overrides)
-            except (TypeError, ValueError) as exc:  # a field's message, e.g. "steps must be an integer >= 1"
-                raise type(exc)(f"overrides: {exc}") from exc
-    check_output_dir("out", out)
+    if only is not None:
+        check_instance("only", only, Mapping, "a mapping of run fields to values, or None")
+    specs = resolve_runs(preset, scale, overrides)
+    selected = select_runs(specs, only)
+    directory = check_output_dir("out", out)
+    local_workers = workers if workers is not None else (os.cpu_count() or 1)
     if backend == "ray":
         check_ray_address(address)
-        return
-    local_workers = workers if workers is not None else (os.cpu_count() or 1)
-    in_flight = runs_in_flight(specs, local_workers, pack=pack, batch_seeds=batch_seeds)
-    check_memory(
-        sweep_bytes(specs, local_workers, pack=pack, batch_seeds=batch_seeds),
-        f"{in_flight} runs in flight ({local_workers} worker processes, each with its unit of runs)",
-        "workers",
+    else:
+        in_flight = runs_in_flight(specs, local_workers, pack=pack, batch_seeds=batch_seeds)
+        check_memory(
+            sweep_bytes(specs, local_workers, pack=pack, batch_seeds=batch_seeds),
+            f"{in_flight} runs in flight ({local_workers} worker processes, each with its unit of runs)",
+            "workers",
+        )
+    return SweepRequest(
+        preset=preset,
+        scale=scale,
+        out=directory,
+        backend=backend,
+        workers=local_workers,
+        address=address,
+        overrides=dict(overrides or {}),
+        only=dict(only or {}),
+        progress=progress,
+        batch_seeds=batch_seeds,
+        pack=pack,
+        rebuild=rebuild,
+        specs=tuple(specs),
+        selected=tuple(selected),
     )

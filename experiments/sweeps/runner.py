@@ -18,26 +18,21 @@ config). A damaged or foreign store is refused (`experiments.sweeps.store.StoreE
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from experiments.analysis.run_curves import collect_curves
-from experiments.config import TrainConfig
 from experiments.packing import PACK_VARYING_FIELDS, SEED_FIELDS
 from experiments.sweeps.backends import run_tasks
 from experiments.sweeps.grouping import group_into_packs
-from experiments.sweeps.preflight import check_sweep_request
-from experiments.sweeps.preset_kit import with_overrides
-from experiments.sweeps.presets import get_preset
+from experiments.sweeps.preflight import SweepRequest, check_sweep_request, resolve_runs
 from experiments.sweeps.run_specs import RunSpec, spec_kind
 from experiments.sweeps.store import DONE_STATUSES, ResultsStore, StoreError
 from experiments.sweeps.work import RunTask
 from experiments.training.progress import Progress
 from experiments.training.run_directory import RunDirectory
-from theory.validation import check_int
 
 STORE_NAME = "results.sqlite"
 RUNS_DIR = "runs"
@@ -46,55 +41,6 @@ RUNS_DIR = "runs"
 def store_path(out: Path | str) -> Path:
     """``<out>/results.sqlite``."""
     return Path(out) / STORE_NAME
-
-
-def resolve_runs(preset: str, scale: str, overrides: Mapping[str, Any] | None = None) -> list[RunSpec]:
-    """The sweep's run specs with ``overrides`` applied, every one validated before any run starts.
-
-    Every TrainConfig is built (a bad value names its field); overrides on a preset without training runs are
-    refused (they would change nothing); a weight file named by ``init`` must exist, be readable and match its run.
-    """
-    specs = get_preset(preset).runs(scale)
-    if overrides:
-        if not any(isinstance(s, TrainConfig) for s in specs):
-            raise ValueError(f"--set overrides TrainConfig fields, but preset {preset} has no training runs")
-        specs = with_overrides(specs, overrides)
-    checked: set[str] = set()
-    for spec in specs:
-        if isinstance(spec, TrainConfig) and spec.init is not None:
-            if spec.model != "theory":
-                raise ValueError(
-                    f"init: weight files load into the theory model, but preset {preset} trains {spec.model!r}"
-                )
-            key = json.dumps({k: v for k, v in spec.to_dict().items() if k != "seed"}, sort_keys=True)
-            if key not in checked:
-                # torch (via the model factory) is imported only when a run loads a weight file: a sweep's driver
-                # otherwise never loads it (see experiments.sweeps.backends).
-                from experiments.models.factory import theory_network_from_file
-
-                theory_network_from_file(spec)
-                checked.add(key)
-    return specs
-
-
-def select_runs(specs: list[RunSpec], only: Mapping[str, Any] | None) -> list[RunSpec]:
-    """The specs whose fields equal every ``KEY: VALUE`` of ``only`` (all of them when ``only`` is empty).
-
-    ValueError naming ``only`` when a key is no field of any spec, or when no spec matches (a typo would otherwise
-    run nothing and report success).
-    """
-    if not only:
-        return specs
-    fields = sorted({key for spec in specs for key in spec.to_dict()})
-    unknown = sorted(set(only) - set(fields))
-    if unknown:
-        known = ", ".join(fields)
-        raise ValueError(f"only must name fields of the runs; unknown: {', '.join(unknown)} (fields: {known})")
-    kept = [s for s in specs if all(s.to_dict().get(key) == value for key, value in only.items())]
-    if not kept:
-        wanted = ", ".join(f"{key}={value!r}" for key, value in only.items())
-        raise ValueError(f"only is {wanted}, which matches none of the {len(specs)} runs")
-    return kept
 
 
 def _entries(specs: list[RunSpec]) -> list[tuple[str, str, dict[str, Any]]]:
@@ -149,8 +95,12 @@ def rebuild_store(
     Returns:
         restored (runs stored from their files), pending (left to the sweep), moved_aside (path or None).
     """
-    out = Path(out)
-    entries = _entries(resolve_runs(preset, scale, overrides))
+    return _rebuild(preset, scale, Path(out), tuple(resolve_runs(preset, scale, overrides)))
+
+
+def _rebuild(preset: str, scale: str, out: Path, specs: tuple[RunSpec, ...]) -> dict[str, Any]:
+    """`rebuild_store` of already resolved specs (a checked sweep request's)."""
+    entries = _entries(list(specs))
     path = store_path(out)
     moved: Path | None = None
     if path.exists():
@@ -211,7 +161,8 @@ def run_sweep(
     pack: bool = True,
     rebuild: bool = False,
 ) -> dict[str, Any]:
-    """Run (or finish) the sweep ``preset`` at ``scale`` into ``out``.
+    """Run (or finish) the sweep ``preset`` at ``scale`` into ``out``: every argument checked once
+    (`experiments.sweeps.preflight.check_sweep_request`), then :func:`execute_sweep`.
 
     Args:
         preset: preset name (`experiments.sweeps.presets.PRESETS`).
@@ -222,7 +173,7 @@ def run_sweep(
         address: Ray cluster address (backend "ray").
         overrides: TrainConfig fields replaced in every training run (e.g. {"steps": 10000}); recorded as part of
             each run's config (and hence of its hash).
-        only: run only the specs whose fields equal these (:func:`select_runs`); the others are neither run nor
+        only: run only the specs whose fields equal these (`preflight.select_runs`); the others are neither run nor
             registered, so drivers with disjoint selections can share one store (each state change is its own
             transaction).
         progress: show progress over runs on stderr (a bar on a terminal, else a line every 10 s: training/progress).
@@ -239,7 +190,7 @@ def run_sweep(
         runs_per_second (runs executed by this call per wall second), store; with ``rebuild`` also restored and
         moved_aside.
     """
-    check_sweep_request(
+    request = check_sweep_request(
         preset,
         scale,
         out,
@@ -247,37 +198,42 @@ def run_sweep(
         workers=workers,
         address=address,
         overrides=overrides,
+        only=only,
         progress=progress,
         batch_seeds=batch_seeds,
         pack=pack,
         rebuild=rebuild,
-    )  # every argument, and the memory of the runs in flight, before anything is written (sweeps.preflight)
-    if workers is not None:
-        check_int("workers", workers, minimum=1)
-    spec_list = select_runs(resolve_runs(preset, scale, overrides), only)
-    out = Path(out)
+    )  # every argument, and the memory of the runs in flight, before anything is written
+    return execute_sweep(request)
+
+
+def execute_sweep(request: SweepRequest) -> dict[str, Any]:
+    """Run a checked sweep request (`run_sweep`'s summary); nothing is validated again."""
+    preset, scale, out = request.preset, request.scale, request.out
     started = time.perf_counter()
     counts = {"finished": 0, "diverged": 0, "failed": 0}
-    rebuilt = rebuild_store(preset, scale, out, overrides=overrides) if rebuild else None
+    rebuilt = _rebuild(preset, scale, out, request.specs) if request.rebuild else None
     with _open_for(preset, scale, out) as store:
-        entries = _entries(spec_list)
+        entries = _entries(list(request.selected))
         store.register(preset, scale, entries)
         done = store.done_keys()
         tasks = [RunTask(key, kind, spec, str(out / RUNS_DIR / key)) for key, kind, spec in entries if key not in done]
         bar = Progress(
-            len(entries), initial=len(entries) - len(tasks), desc=f"{preset}/{scale}", enabled=progress, unit="run"
+            len(entries),
+            initial=len(entries) - len(tasks),
+            desc=f"{preset}/{scale}",
+            enabled=request.progress,
+            unit="run",
         )
         with bar:
             for task in tasks:
                 store.mark_running(task.key)
-            if batch_seeds or pack:
-                varying = SEED_FIELDS if batch_seeds else PACK_VARYING_FIELDS
-                items = group_into_packs(
-                    tasks, workers if workers is not None else (os.cpu_count() or 1), varying=varying
-                )
+            if request.batch_seeds or request.pack:
+                varying = SEED_FIELDS if request.batch_seeds else PACK_VARYING_FIELDS
+                items = group_into_packs(tasks, request.workers, varying=varying)
             else:
                 items = list(tasks)
-            for outcome in run_tasks(items, backend, workers=workers, address=address):
+            for outcome in run_tasks(items, request.backend, workers=request.workers, address=request.address):
                 if outcome.ok:
                     store.record_result(outcome.key, outcome.metrics, outcome.provenance)  # committed before we go on
                     counts["diverged" if outcome.metrics.get("diverged") else "finished"] += 1

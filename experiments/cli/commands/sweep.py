@@ -6,11 +6,12 @@ import argparse
 import json
 from typing import Any
 
-from experiments.cli.arguments import check_output_dir, path_argument
+from experiments.cli.arguments import path_argument
 from experiments.cli.output import emit
-from experiments.sweeps.backends import BACKENDS, check_ray_address
-from experiments.sweeps.presets import PRESETS, get_preset
-from experiments.sweeps.runner import resolve_runs, run_sweep, select_runs
+from experiments.sweeps.backends import BACKENDS
+from experiments.sweeps.preflight import check_sweep_request
+from experiments.sweeps.presets import PRESETS
+from experiments.sweeps.runner import execute_sweep
 
 
 def _key_values(items: list[str], flag: str) -> dict[str, Any]:
@@ -93,32 +94,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    preset = get_preset(args.preset)
-    preset.runs(args.scale)  # validates the scale before anything is written
-    check_output_dir(args.out, "--out")
-    if args.workers is not None and args.workers < 1:
-        raise ValueError(f"--workers must be >= 1 (local worker processes), got {args.workers}")
-    overrides = _key_values(args.set, "--set")
-    only = _key_values(args.only, "--only")
-    select_runs(resolve_runs(args.preset, args.scale, overrides), only)  # every run's config, init file and selection
-    if args.backend != "ray" and args.address is not None:
-        raise ValueError("--address is only used with --backend ray")
-    if args.backend == "ray":
-        check_ray_address(args.address)
-    summary = run_sweep(
+    request = check_sweep_request(  # the one check (sweeps.preflight); its messages name the flags (cli.main)
         args.preset,
         args.scale,
         args.out,
         backend=args.backend,
         workers=args.workers,
         address=args.address,
-        overrides=overrides,
-        only=only,
+        overrides=_key_values(args.set, "--set"),
+        only=_key_values(args.only, "--only"),
         progress=not args.no_progress,
         batch_seeds=args.batch_seeds,
         pack=not args.no_pack,
         rebuild=args.rebuild_store,
     )
+    summary = execute_sweep(request)
     summary["seconds"] = round(summary["seconds"], 3)
     emit(summary, as_json=args.json, title=None if args.json else f"sweep {args.preset} ({args.scale}) -> {args.out}")
     return 1 if summary["failed"] else 0

@@ -29,6 +29,7 @@ from experiments.config import (
     VALUES,
     TrainConfig,
 )
+from experiments.training.arguments import runs_on_cpu
 from experiments.training.evaluation import EVALUATION_SAMPLES, evaluate_run
 from experiments.training.loop import train
 from experiments.training.memory import training_bytes
@@ -232,9 +233,10 @@ def warn_if_init_moves_far(config: TrainConfig) -> None:
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     check_output_dir(args.out, "--out")
-    check_memory(
-        training_bytes(config), "the model and one step's activations", "--batch-size/--d/--N/--width/--layers"
-    )
+    if runs_on_cpu(config):  # the library's rule (training.arguments): a GPU run's memory is the GPU's
+        check_memory(
+            training_bytes(config), "the model and one step's activations", "--batch-size/--d/--N/--width/--layers"
+        )
     if config.init is not None and config.construction_init is None and not Path(config.init).is_file():
         raise ValueError(f"--init weight file not found: {config.init}")
     if not args.progress_interval > 0:

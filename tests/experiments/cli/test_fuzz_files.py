@@ -348,7 +348,8 @@ def test_every_damaged_checkpoint_is_refused(finished_run, capsys, tmp_path) -> 
 @pytest.fixture(scope="module")
 def good_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A sweep directory whose results.sqlite registers the smoke sweep (no run executed)."""
-    from experiments.sweeps.runner import resolve_runs, store_path
+    from experiments.sweeps.preflight import resolve_runs
+    from experiments.sweeps.runner import store_path
     from experiments.sweeps.store import ResultsStore
 
     out = tmp_path_factory.mktemp("sweep") / "sweep"

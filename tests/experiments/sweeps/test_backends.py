@@ -104,8 +104,6 @@ def test_directory_lock_excludes_a_second_holder(tmp_path: Path) -> None:
 def test_argument_validation() -> None:
     with pytest.raises(ValueError, match="backend"):
         list(run_tasks([], "slurm"))
-    with pytest.raises(ValueError, match="workers"):
-        threads_per_worker(0)
     with pytest.raises(ValueError, match="address"):
         run_tasks([], "local", address="ray://x")
     assert threads_per_worker(1) == max(1, os.cpu_count() or 1)

@@ -7,8 +7,8 @@ import pytest
 
 from experiments.config import TrainConfig
 from experiments.sweeps.grading import Grade
+from experiments.sweeps.preflight import select_runs
 from experiments.sweeps.presets import get_preset
-from experiments.sweeps.runner import select_runs
 from experiments.sweeps.studies.fig1 import fig1_d64_depth
 
 

@@ -317,7 +317,7 @@ def test_bad_workers_and_overrides_are_refused_before_any_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["sweep", "smoke", "--out", str(tmp_path), "--workers", "0"]) == 2
-    assert "--workers must be >= 1" in _one_line_error(capsys)
+    assert "--workers must be an integer >= 1, got 0" in _one_line_error(capsys)  # the one check (sweeps.preflight)
     with pytest.raises(ValueError, match="workers"):
         run_sweep("smoke", "quick", tmp_path, workers=0, progress=False)
     assert main(["sweep", "smoke", "--out", str(tmp_path), "--set", "init=/no/such/weights.npz"]) == 2
