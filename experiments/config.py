@@ -15,17 +15,11 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
+from experiments.model_kinds import ATTENTIONS, LAYER_INITS, POSITIONALS, VALUE_MAPS, model_kind
 from theory.validation import check_bool, check_choice, check_instance, check_int, check_real
 
-VALUES = ("standard", "full")
-ATTENTIONS = ("softmax", "hardmax")
-POSITIONALS = ("none", "additive", "concat")
-MODELS = ("encoder", "theory", "gpt2")
 KEY_KINDS = ("iid", "orthonormal")
 TASKS = ("nearest", "farthest", "biased", "icl")
-LAYER_INITS = ("independent", "copies")
-"""How the encoder's L layers start: each drawn on its own, or all copies of one drawn layer (the reference's
-``nn.TransformerEncoder`` deep-copies the layer it is given, so its layers start equal)."""
 """Task names (`experiments.tasks.make_task` accepts exactly these)."""
 SAMPLERS = ("cpu", "device", "reference")
 """How a run's training batches are drawn: on the CPU in float64 from a CPU generator (the bitwise-reproducible
@@ -230,28 +224,19 @@ class TrainConfig:
         check_int("N", self.N, minimum=1)
         check_choice("keys", self.keys, KEY_KINDS)
         positional_dim = check_int("positional_dim", self.positional_dim, minimum=0)
-        embed_dim = check_int("embed_dim", self.embed_dim, minimum=0)
-        if self.model == "gpt2":
-            if embed_dim < 1:
-                raise ValueError("embed_dim must be >= 1 for model 'gpt2' (its residual width D), got 0")
-            if self.positional != "additive":
-                raise ValueError(
-                    "positional must be 'additive' for model 'gpt2' (learned absolute positions), "
-                    f"got {self.positional!r}"
-                )
-            width_name, D = "embed_dim", embed_dim
-        else:
-            if embed_dim != 0:
-                raise ValueError(f"embed_dim must be 0 unless model is 'gpt2', got {embed_dim}")
-            width_name = "d" if positional_dim == 0 else "(d + positional_dim)"
-            D = d + positional_dim  # width of the attention layers
+        check_int("embed_dim", self.embed_dim, minimum=0)
+        kind = model_kind(self.model)  # the model kind's own rules (experiments.model_kinds)
+        check_choice("positional", self.positional, POSITIONALS)
+        check_choice("layer_init", self.layer_init, LAYER_INITS)
+        kind.check(self)
+        width_name = "embed_dim" if self.model == "gpt2" else "d" if positional_dim == 0 else "(d + positional_dim)"
+        D = kind.residual_width(self)  # width of the attention layers
         rank = check_int("rank", self.rank, minimum=1, maximum=D)
         width = check_int("width", self.width, minimum=1)
         check_int("layers", self.layers, minimum=1)
-        check_choice("value", self.value, VALUES)
+        check_choice("value", self.value, VALUE_MAPS)
         check_choice("attention", self.attention, ATTENTIONS)
         check_real("temperature", self.temperature, minimum=0.0, strict_minimum=True)
-        check_choice("positional", self.positional, POSITIONALS)
         check_int("ffn_dim", self.ffn_dim, minimum=1)
         check_int("steps", self.steps, minimum=1, maximum=MAX_STEPS)
         check_int("batch_size", self.batch_size, minimum=1)
@@ -277,7 +262,6 @@ class TrainConfig:
             raise ValueError(
                 f"init must be a weight-file path, 'construction:NAME[@LAMBDA]' or None, got {self.init!r}"
             )
-        check_choice("model", self.model, MODELS)
         # Combinations.
         if self.positional == "concat" and positional_dim < 1:
             raise ValueError("positional_dim must be >= 1 when positional is 'concat', got 0")
@@ -296,14 +280,11 @@ class TrainConfig:
             raise ValueError(f"N must be <= d = {d} for orthonormal keys (D_N), got {self.N}")
         if self.task == "biased" and self.N != 2:
             raise ValueError(f"N must be 2 for the biased task, got {self.N}")
-        if self.task == "icl" and self.model == "theory":
-            raise ValueError("model must be 'encoder' or 'gpt2' for the icl task (it needs a causal sequence model)")
         self._check_schedule()
-        check_choice("layer_init", self.layer_init, LAYER_INITS)
-        if self.layer_init != "independent" and self.model != "encoder":
-            raise ValueError(f"layer_init must be 'independent' unless model is 'encoder', got {self.layer_init!r}")
         self._check_curriculum()
         self._check_construction_init()
+        if self.construction_init is None:
+            kind.check_init_file(self)
         self._check_step_path()
         self._check_data()
 
@@ -518,7 +499,7 @@ class TrainConfig:
     @property
     def model_width(self) -> int:
         """Width D of the attention layers: embed_dim for gpt2, else d plus positional_dim (concatenated encodings)."""
-        return self.embed_dim if self.model == "gpt2" else self.d + self.positional_dim
+        return model_kind(self.model).residual_width(self)
 
     @property
     def heads(self) -> int:

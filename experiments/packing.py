@@ -20,6 +20,7 @@ import json
 from collections.abc import Sequence
 
 from experiments.config import EXECUTION_FIELDS, TrainConfig
+from experiments.model_kinds import model_kind
 
 PACK_VARYING_FIELDS = ("seed", "temperature", "data_seed")
 """Config fields that may differ between the runs of one pack (and ``rank`` where the shapes allow it)."""
@@ -35,19 +36,7 @@ def packing_refusal(config: TrainConfig) -> str | None:
         return "compile and bf16 runs are trained alone"
     if config.attention != "softmax":
         return "hardmax attention is trained alone"
-    if config.model == "encoder":
-        if config.value != "standard":
-            return "the packed encoder has standard value maps only"
-        if config.task == "icl":
-            return "the causal encoder (icl) is trained alone"
-        return None
-    if config.model == "theory":
-        if config.value != "full":
-            return "the packed theory model has full value maps only"
-        if config.task == "farthest":
-            return "the theory model on the farthest task is trained alone"
-        return None
-    return f"model {config.model!r} is trained alone"
+    return model_kind(config.model).packing_refusal(config)  # the kind's own part (experiments.model_kinds)
 
 
 def unit_key(config: TrainConfig, varying: Sequence[str] = PACK_VARYING_FIELDS) -> str | None:

@@ -43,11 +43,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from experiments.model_kinds import ATTENTIONS, VALUE_MAPS
 from experiments.models.attention_cores import grouped_attention
 from theory.validation import check_choice, check_heads, check_int, check_rank, check_real, check_temperature
 
-VALUE_KINDS = ("standard", "full")
-ATTENTION_KINDS = ("softmax", "hardmax")
 HARDMAX_GRADIENTS = ("none", "straight-through")
 IMPLEMENTATIONS = ("blockwise", "fused", "plain")
 """How softmax attention is computed; all three compute the same map (equal up to float rounding):
@@ -126,8 +125,8 @@ class RankedMultiheadAttention(nn.Module):
         super().__init__()
         d = check_int("d_model", d_model, minimum=1)
         r = check_rank(rank, d, name="rank")
-        self.value = check_choice("value", value, VALUE_KINDS)
-        self.attention = check_choice("attention", attention, ATTENTION_KINDS)
+        self.value = check_choice("value", value, VALUE_MAPS)
+        self.attention = check_choice("attention", attention, ATTENTIONS)
         self.hardmax_gradient = check_choice("hardmax_gradient", hardmax_gradient, HARDMAX_GRADIENTS)
         if self.value == "standard" and d % r != 0:
             raise ValueError(f"rank must divide d_model = {d} for value='standard' (blocks of d / r heads), got {r}")

@@ -28,11 +28,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from experiments.model_kinds import LAYER_INITS, POSITIONALS
 from experiments.models.spec import AttentionSpec
 from theory.validation import check_choice, check_int, check_real
 
-POSITIONAL_KINDS = ("none", "additive", "concat")
-LAYER_INIT_KINDS = ("independent", "copies")
 READOUT_KINDS = ("linear", "first")
 
 
@@ -152,9 +151,9 @@ class PaperEncoder(nn.Module):
     ) -> None:
         super().__init__()
         self.d = check_int("d", d, minimum=1)
-        self.layer_init = check_choice("layer_init", layer_init, LAYER_INIT_KINDS)
+        self.layer_init = check_choice("layer_init", layer_init, LAYER_INITS)
         self.num_layers = check_int("layers", layers, minimum=1)
-        self.positional = check_choice("positional", positional, POSITIONAL_KINDS)
+        self.positional = check_choice("positional", positional, POSITIONALS)
         self.readout_kind = check_choice("readout", readout, READOUT_KINDS)
         if self.positional == "concat":
             self.positional_dim = check_int("positional_dim", positional_dim, minimum=1)

@@ -116,8 +116,6 @@ def theory_network(config: TrainConfig) -> TheoryModel:
     temperature * <Q_h s_q, K_h s_i> (score scale 1, the theory's convention); "concat" positional encodings become
     the model's p = positional_dim scratch coordinates.
     """
-    if config.positional == "additive":
-        raise ValueError("positional must be 'none' or 'concat' for the theory model (it has no additive encodings)")
     hardmax = config.attention == "hardmax"
     p = config.positional_dim
     attention = AttentionSpec.theory(
@@ -202,8 +200,6 @@ def build_theory(config: TrainConfig, task: Task) -> TaskModel:
 
 def build_model(config: TrainConfig, task: Task) -> TaskModel:
     """The model of a training config (parameters drawn from torch's global RNG; the caller seeds it)."""
-    if config.init is not None and config.model != "theory":
-        raise ValueError("init weight files load into the theory model; use model='theory' with init")
     if config.model == "encoder":
         return build_encoder(config, task)
     if config.model == "gpt2":

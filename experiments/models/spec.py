@@ -12,13 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
-from experiments.models.attention import (
-    ATTENTION_KINDS,
-    HARDMAX_GRADIENTS,
-    IMPLEMENTATIONS,
-    VALUE_KINDS,
-    RankedMultiheadAttention,
-)
+from experiments.model_kinds import ATTENTIONS, VALUE_MAPS
+from experiments.models.attention import HARDMAX_GRADIENTS, IMPLEMENTATIONS, RankedMultiheadAttention
 from theory.validation import check_choice, check_real, check_temperature
 
 
@@ -53,8 +48,8 @@ class AttentionSpec:
     implementation: str = "blockwise"
 
     def __post_init__(self) -> None:
-        check_choice("value", self.value, VALUE_KINDS)
-        check_choice("attention", self.attention, ATTENTION_KINDS)
+        check_choice("value", self.value, VALUE_MAPS)
+        check_choice("attention", self.attention, ATTENTIONS)
         check_choice("hardmax_gradient", self.hardmax_gradient, HARDMAX_GRADIENTS)
         check_choice("implementation", self.implementation, IMPLEMENTATIONS)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from experiments.config import TrainConfig
+from experiments.model_kinds import model_kind
 from experiments.packing import PACK_VARYING_FIELDS, unit_key
 from experiments.sweeps.work import RunPack, RunTask, WorkItem
 from theory.validation import check_int
@@ -32,24 +33,10 @@ packed, 49.8 ms for ten)."""
 
 
 def _run_work(task: RunTask) -> float:
-    """Rough arithmetic of one training run alone: steps x layers x the tokens' work per layer (0 for other kinds).
-
-    Encoder: B T (F + D (H + 1)) per layer (feed-forward block, projections and scores); theory model: B H D (D + N)
-    (its query's scores, mixing and value maps). Only ratios matter (they order and balance a sweep's units).
-    """
+    """Rough arithmetic of one training run alone (its model kind's `step_work`; 0 for other run kinds)."""
     if task.kind != "train":
         return 0.0
-    spec = task.spec
-    steps, layers, batch = int(spec.get("steps", 0)), int(spec.get("layers", 1)), int(spec.get("batch_size", 1))
-    d, N, p = int(spec.get("d", 1)), int(spec.get("N", 1)), int(spec.get("positional_dim", 0))
-    D = int(spec.get("embed_dim") or 0) or d + p
-    heads = max(1, int(spec.get("width", 1)) * D // max(1, int(spec.get("rank", 1))))
-    if spec.get("model") == "theory":
-        per_layer = batch * heads * D * (D + N)
-    else:
-        tokens = N + 1 if spec.get("task") == "nearest" else 2 * N if spec.get("task") == "icl" else N
-        per_layer = batch * tokens * (int(spec.get("ffn_dim", 1)) + D * (heads + 1))
-    return float(steps * layers * per_layer) / 1e6
+    return model_kind(str(task.spec.get("model", "encoder"))).step_work(task.spec)
 
 
 def _unit_work(members: Sequence[RunTask]) -> float:

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from experiments.config import TrainConfig
+from experiments.model_kinds import model_kind
 from experiments.tasks import Task, estimate_task_error
 from experiments.training.checkpoints import check_same_config, load_checkpoint
 from experiments.training.run import build_run, resolve_device
@@ -111,7 +112,7 @@ def theorem2_record(config: TrainConfig, estimate: MonteCarloEstimate) -> dict[s
         "error_upper_4se": upper,
         "bound_lower": bound.lower,
         "bound_upper": bound.upper,
-        "bound_applies": config.model == "theory",
+        "bound_applies": model_kind(config.model).generalized_attention,
         "consistent": bool(upper >= bound.lower),
     }
 

@@ -16,19 +16,8 @@ from experiments.cli.arguments import (
     temperature_argument,
 )
 from experiments.cli.output import emit, warn
-from experiments.config import (
-    ATTENTIONS,
-    CAPTURES,
-    KEY_KINDS,
-    LAYER_INITS,
-    MATMUL_PRECISIONS,
-    MODELS,
-    POSITIONALS,
-    SAMPLERS,
-    TASKS,
-    VALUES,
-    TrainConfig,
-)
+from experiments.config import CAPTURES, KEY_KINDS, MATMUL_PRECISIONS, SAMPLERS, TASKS, TrainConfig
+from experiments.model_kinds import ATTENTIONS, LAYER_INITS, MODELS, POSITIONALS, VALUE_MAPS
 from experiments.training.arguments import runs_on_cpu
 from experiments.training.evaluation import EVALUATION_SAMPLES, evaluate_run
 from experiments.training.loop import train
@@ -71,7 +60,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--width", type=int, default=d.width, help="c: H = c d / r heads per layer (default %(default)s)"
     )
     parser.add_argument("--layers", type=int, default=d.layers, help="number of layers (default %(default)s)")
-    parser.add_argument("--value", default=d.value, help=f"{' | '.join(VALUES)} value maps (default %(default)s)")
+    parser.add_argument("--value", default=d.value, help=f"{' | '.join(VALUE_MAPS)} value maps (default %(default)s)")
     parser.add_argument("--attention", default=d.attention, help=f"{' | '.join(ATTENTIONS)} (default %(default)s)")
     parser.add_argument(
         "--temperature", type=temperature_argument, default=d.temperature, help="score multiplier (default %(default)s)"

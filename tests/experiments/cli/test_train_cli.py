@@ -50,7 +50,7 @@ def test_train_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         (["--d", "8", "--rank", "3"], "rank must divide d = 8"),
         (["--task", "nearest", "--keys", "orthonormal", "--d", "4", "--rank", "4", "--N", "5"], "N must be <= d = 4"),
         (["--positional", "concat"], "--positional-dim must be >= 1"),
-        (["--model", "theory", "--positional", "additive"], "positional must be 'none' or 'concat' for the theory"),
+        (["--model", "theory", "--positional", "additive"], "positional must be 'none' or 'concat' for model 'theory'"),
         (["--lr", "-1"], "lr must be"),
         (["--schedule-steps", "1"], "--schedule-steps must be 0 (the schedule ends at steps) or >= steps = 2, got 1"),
         (["--warmup-steps", "5"], "--warmup-steps must be < the schedule's length 2"),

@@ -74,7 +74,11 @@ def test_large_groups_are_cut_into_even_packs() -> None:
 
 @pytest.mark.parametrize(
     "fields",
-    [{"attention": "hardmax"}, {"model": "gpt2", "embed_dim": 8, "positional": "additive"}, {"init": "w.safetensors"}],
+    [
+        {"attention": "hardmax"},
+        {"model": "gpt2", "embed_dim": 8, "positional": "additive"},
+        {"model": "theory", "value": "full", "task": "nearest", "keys": "iid", "init": "w.safetensors"},
+    ],
 )
 def test_unpackable_runs_stay_single(fields: dict) -> None:
     """Negative control: runs the packed models do not cover are executed alone, never packed."""

@@ -103,7 +103,11 @@ def test_check_constraint_rejects_unknown_status(tmp_path: Path) -> None:
 
 def _good_store(tmp_path: Path) -> Path:
     with _store(tmp_path) as store:
-        store.register("p", "quick", [(f"k{i}", "train", {**SPEC, "seed": i, "init": "x" * 2000}) for i in range(20)])
+        store.register(
+            "p",
+            "quick",
+            [(f"k{i}", "train", {**SPEC, "model": "theory", "seed": i, "init": "x" * 2000}) for i in range(20)],
+        )
     return tmp_path / "results.sqlite"
 
 

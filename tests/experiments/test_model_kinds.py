@@ -1,0 +1,73 @@
+"""experiments/model_kinds.py: one object per model kind, the value lists defined once, torch-free (issue 39)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from experiments import model_kinds
+from experiments.config import TrainConfig
+from experiments.model_kinds import MODEL_KINDS, model_kind
+from experiments.packing import packing_refusal
+
+BASE = {"d": 4, "N": 3, "rank": 2, "ffn_dim": 8, "steps": 5, "batch_size": 4}
+OWN = {
+    "encoder": {},
+    "theory": {"model": "theory", "value": "full", "task": "nearest", "keys": "iid"},
+    "gpt2": {"model": "gpt2", "embed_dim": 8, "positional": "additive", "rank": 8, "task": "icl"},
+}
+"""A config each kind trains (and packs, where it packs)."""
+
+
+def test_the_value_lists_are_defined_once() -> None:
+    """The config, the attention module and the encoder check against the same tuples, not copies."""
+    from experiments import config
+    from experiments.models import attention, encoder, spec
+
+    assert config.POSITIONALS is model_kinds.POSITIONALS and config.LAYER_INITS is model_kinds.LAYER_INITS
+    assert attention.VALUE_MAPS is model_kinds.VALUE_MAPS and spec.ATTENTIONS is model_kinds.ATTENTIONS
+    assert encoder.POSITIONALS is model_kinds.POSITIONALS and encoder.LAYER_INITS is model_kinds.LAYER_INITS
+
+
+def test_importing_the_model_kinds_loads_no_torch() -> None:
+    code = "import sys, experiments.model_kinds; assert 'torch' not in sys.modules, 'torch was imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("name", list(MODEL_KINDS))
+def test_each_kind_accepts_its_own_config_and_sizes_it(name: str) -> None:
+    config = TrainConfig(**{**BASE, **OWN[name]})
+    kind = model_kind(name)
+    assert config.model_width == kind.residual_width(config) == (8 if name == "gpt2" else 4)
+    assert kind.step_work(config.to_dict()) > 0
+    assert (packing_refusal(config) is None) == (kind.packed_value is not None)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"model": "theory", "positional": "additive"}, "positional must be 'none' or 'concat' for model 'theory'"),
+        ({"model": "gpt2", "embed_dim": 8, "rank": 8, "positional": "none"}, "positional must be 'additive'"),
+        ({"model": "gpt2"}, "embed_dim must be >= 1 for model 'gpt2'"),
+        ({"embed_dim": 8}, "embed_dim must be 0 unless model is 'gpt2'"),
+        ({"model": "theory", "task": "icl"}, "model must be 'encoder' or 'gpt2' for the icl task"),
+        ({"model": "theory", "layer_init": "copies"}, "layer_init must be 'independent' unless model is 'encoder'"),
+        ({"init": "w.safetensors"}, "init weight files load into the theory model"),
+        ({"model": "rnn"}, "model must be one of 'encoder', 'theory', 'gpt2', got 'rnn'"),
+    ],
+)
+def test_each_kind_refuses_what_it_cannot_train_by_field(fields: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace("(", "\\(").replace(")", "\\)")):
+        TrainConfig(**{**BASE, **fields})
+
+
+def test_packing_refusals_come_from_the_kind() -> None:
+    encoder_full = TrainConfig(**{**BASE, "value": "full"})
+    theory_standard = TrainConfig(**{**BASE, **OWN["theory"], "value": "standard"})
+    theory_farthest = TrainConfig(**{**BASE, "model": "theory", "value": "full"})
+    assert packing_refusal(encoder_full) == "the packed encoder has standard value maps only"
+    assert packing_refusal(theory_standard) == "the packed theory model has full value maps only"
+    assert packing_refusal(theory_farthest) == "the theory model on the farthest task is trained alone"
+    assert packing_refusal(TrainConfig(**{**BASE, **OWN["gpt2"]})) == "model 'gpt2' is trained alone"
