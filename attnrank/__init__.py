@@ -39,8 +39,7 @@ from constructions.weights_io import WeightFile, load_weights, save_weights
 from experiments.cli.version import package_version
 from experiments.config import TrainConfig, TrainResult
 from experiments.models.reference_layout import reference_state_from_encoder
-from experiments.sweeps.presets import PRESETS
-from experiments.sweeps.runner import run_sweep
+from experiments.studies import PRESETS, run_sweep
 from experiments.training.imported_run import import_reference_encoder
 from experiments.training.loop import train
 from experiments.training.packed import train_packed

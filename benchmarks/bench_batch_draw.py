@@ -44,7 +44,7 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY))
 
 from experiments.config import TrainConfig  # noqa: E402
-from experiments.sweeps.presets import get_preset  # noqa: E402
+from experiments.studies import get_preset  # noqa: E402
 from experiments.training.loop import RunDirectory, draw_each, start_or_resume  # noqa: E402
 
 WARMUP_STEPS = 3

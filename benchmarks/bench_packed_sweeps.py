@@ -36,7 +36,7 @@ from typing import Any
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 BASELINE = "b725318"
-ADDED_SINCE_BASELINE = {"depth": ("experiments.sweeps.studies.depth", "depth_construction_arms")}
+ADDED_SINCE_BASELINE = {"depth": ("experiments.studies.depth", "depth_construction_arms")}
 """preset -> (module, function) whose runs were added after BASELINE (the depth preset's 36 starting-point arms,
 issue 18): the new code's sweep runs without them, so both sweeps train the same runs (checked: equal run counts)."""
 

@@ -8,7 +8,7 @@ docstring) and reports what it measured and what it compared against through the
         ...
         record_claim(measured=f"C = {c_hat:.4f}", reference=f"C = {c_ref:.4f} (derived)")
 
-A figure claim also passes ``grade=`` (magnitude / direction / not reproduced, from `experiments.sweeps.claims`),
+A figure claim also passes ``grade=`` (magnitude / direction / not reproduced, from `experiments.studies`),
 shown in the grade column of the check report.
 
 When the environment variable ``ATTNRANK_CLAIMS_REPORT`` names a file, one JSON object per check (claim, nodeid,

@@ -14,7 +14,7 @@ neighbour, N = 2, D_2 orthonormal keys, uniform query), d = 8, softmax, full val
 - negative control: one layer (no residual, Theorem 2's class), rank 1, the same H = 16 heads, trained the same way.
 
 The error is a fresh Monte Carlo estimate (20 000 samples) with its standard error; the verdict is the depth preset's
-predicate (`experiments.sweeps.claims.depth_trained`), whose ``magnitude`` grade means: some two-layer run's error +
+predicate (`experiments.studies.depth_trained`), whose ``magnitude`` grade means: some two-layer run's error +
 4 s.e. is below rank_lower_bound(d, 1, H). The negative control must stay above the same bound (it is a theorem for
 it), so the comparison can fail, and fails where the theory says it must.
 
@@ -29,9 +29,9 @@ from typing import Any
 import pytest
 
 from experiments.config import TrainConfig
+from experiments.studies.depth import depth_trained
 from experiments.sweeps.backends import train_configs
 from experiments.sweeps.grading import Grade
-from experiments.sweeps.studies.depth import depth_trained
 from experiments.training.evaluation import population_error
 from experiments.training.run_model import load_trained_model
 from theory.bounds import rank_lower_bound

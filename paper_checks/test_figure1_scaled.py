@@ -18,7 +18,7 @@ Assumptions / deviations from the paper (stated, applied to every rank alike):
   every rank (we measured rank 8 at 0.576 with temperature 32 and 128 alike: it does not help low rank);
 - one seed, so the seed spread of each rank is a single value.
 
-Grade. The separation is graded by Figure 1's one predicate, `experiments.sweeps.studies.fig1.fig1` (the same that
+Grade. The separation is graded by Figure 1's one predicate, `experiments.studies.fig1.fig1` (the same that
 grades the sweep report), on the paper's metric (lowest epoch-mean training loss, epoch = 50 steps): ``magnitude`` when
 full rank is at least 10x below every lower rank on every seed (the paper's ~47x, 10x being the threshold stated in
 advance). This check reaches that at its scale and asserts ``magnitude``. A fresh Monte Carlo error of each final
@@ -38,9 +38,9 @@ import torch
 
 from experiments.analysis.trained import analyze_layer, attention_layers
 from experiments.config import TrainConfig
+from experiments.studies.fig1 import fig1
 from experiments.sweeps.backends import train_configs
 from experiments.sweeps.grading import Grade
-from experiments.sweeps.studies.fig1 import fig1
 from experiments.training.evaluation import population_error
 from experiments.training.run import build_run
 from experiments.training.run_model import load_trained_model
@@ -113,7 +113,7 @@ def _check_separation(runs: dict[int, dict[str, Any]], record_claim: Any) -> Non
         + _describe(runs)
         + f"; worst ratio (lower rank / full rank, best epoch loss) = {verdict.numbers['worst_ratio']:.3g}",
         reference="paper (d=64, N=16, L=1, c=1, 100k steps): 1.5e-2 at r=64 vs 0.70 at r=32 (~47x), 0.45-0.9 at "
-        "r<=16; magnitude needs >= 10x (experiments.sweeps.claims.fig1)",
+        "r<=16; magnitude needs >= 10x (experiments.studies.fig1)",
         grade=verdict.grade.value,
     )
     assert verdict.grade is Grade.MAGNITUDE, f"{verdict.grade.value}: {verdict.explanation}"

@@ -9,10 +9,10 @@ Claims, in our words:
   the quick scale it does not hold: see docs/sweeps.md).
 - In-context regression: at H = D / r, fewer heads of higher rank reach a lower error (GPT-2-style model).
 
-Assumptions: the quick scale of each preset (`experiments/sweeps/presets.py`, tuned in docs/tuning.md: d = 16 or
+Assumptions: the quick scale of each preset (`experiments/studies/__init__.py`, tuned in docs/tuning.md: d = 16 or
 smaller, a few hundred to 1500 steps, 1-2 seeds) stands in for the paper's d = 64, 100k-200k steps, 5 seeds.
 
-Grades. Every verdict comes from the claim's one predicate in `experiments.sweeps.claims` (the same that grades the
+Grades. Every verdict comes from the claim's one predicate in `experiments.studies` (the same that grades the
 sweep report), whose rules and tolerances are stated there in advance; the grade is recorded in the check report.
 Orderings are taken on the claim-pessimistic ends of the seed spread (e.g. Figure 1: full rank's WORST seed against
 every lower rank's BEST seed). What each check asserts is what its quick preset reaches:
@@ -32,14 +32,16 @@ from pathlib import Path
 
 import pytest
 
-from experiments.reporting.sweep_report import sweep_records, write_report
+from experiments.reporting.sweep_report import write_report
+from experiments.studies import PRESETS, run_sweep
+from experiments.studies.fig1 import fig1
+from experiments.studies.fig_n import error_grows_with_n
+from experiments.studies.icl import higher_rank_better
+from experiments.studies.posn import concat_helps_deep_low_rank
 from experiments.sweeps.grading import Grade, Verdict
-from experiments.sweeps.runner import run_sweep, store_path
+from experiments.sweeps.runner import store_path
 from experiments.sweeps.store import ResultsStore
-from experiments.sweeps.studies.fig1 import fig1
-from experiments.sweeps.studies.fig_n import error_grows_with_n
-from experiments.sweeps.studies.icl import higher_rank_better
-from experiments.sweeps.studies.posn import concat_helps_deep_low_rank
+from experiments.sweeps.store_records import sweep_records
 
 
 def _sweep(preset: str, out: Path) -> list[dict]:
@@ -70,7 +72,7 @@ def test_fig1_full_rank_wins(record_claim, report_dir: Path, full_mode: bool) ->
         grade=verdict.grade.value,
     )
     if full_mode:
-        write_report(out)
+        write_report(out, PRESETS)
     _assert_at_least(verdict, Grade.MAGNITUDE)
 
 

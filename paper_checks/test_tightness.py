@@ -10,7 +10,7 @@ is reported here, not asserted.
 What we check:
 
 - the committed cpu store (results/tightness-cpu: d = 8, 16, 32, r in {1, 2, d/4}, H up to 1024): every found
-  error + 4 s.e. is at or above its certified bound (`experiments.sweeps.claims.tightness_band`);
+  error + 4 s.e. is at or above its certified bound (`experiments.studies.tightness_band`);
 - a tiny live configuration (three constructions at d = 8, fitted and scored in a few seconds): the same inequality;
 - negative control: Fact 1's full-rank hardmax head (Q = K = I, error 0 by the same fresh scorer) presented as a
   rank-1 model must be judged below the rank-1 bound (NOT REPRODUCED).
@@ -29,10 +29,10 @@ import numpy as np
 import pytest
 
 from constructions.random_rank_heads import fit_least_squares_heads, fresh_error, sample_rank_heads
-from experiments.reporting.sweep_report import sweep_records
+from experiments.studies.tightness import tightness_band
 from experiments.sweeps.grading import Grade
 from experiments.sweeps.store import ResultsStore
-from experiments.sweeps.studies.tightness import tightness_band
+from experiments.sweeps.store_records import sweep_records
 from theory.bounds import rank_lower_bound
 
 STORE = Path(__file__).resolve().parent.parent / "results" / "tightness-cpu" / "results.sqlite"

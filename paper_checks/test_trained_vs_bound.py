@@ -27,8 +27,8 @@ import pytest
 
 from experiments.config import TrainConfig
 from experiments.figures.trained import plot_trained_vs_bound
+from experiments.studies.bound_vs_trained import no_model_beats_bound
 from experiments.sweeps.backends import train_configs
-from experiments.sweeps.studies.bound_vs_trained import no_model_beats_bound
 from experiments.training.evaluation import EVALUATION_SAMPLES, evaluate_model
 from experiments.training.run_model import load_trained_model
 from theory.bounds import rank_lower_bound

@@ -24,6 +24,7 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY))
 
 from experiments.config import TrainConfig  # noqa: E402
+from experiments.studies import get_preset  # noqa: E402
 from experiments.sweeps.preflight import resolve_runs  # noqa: E402
 from experiments.sweeps.runner import RUNS_DIR  # noqa: E402
 
@@ -49,7 +50,7 @@ def cells(layers: int, seeds: set[int], sets: list[str], preset: str = "fig1") -
         raise ValueError(f"PRESET must be fig1 or {REPLAY_PRESET}, got {preset!r}")
     chosen = [
         c
-        for c in resolve_runs(preset, "paper", overrides)
+        for c in resolve_runs(get_preset(preset), "paper", overrides)
         if isinstance(c, TrainConfig)
         and c.layers == layers
         and c.width == 1

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Figure 1 on one GPU at a reduced schedule: the whole paper grid (7 ranks x 3 widths x 3 depths x 5 seeds = 315 runs,
 # d = 64, N = 16, FFN 2048, batch 256) at STEPS optimiser steps (default 10000 = 10% of the paper's 100k), the five
-# seeds of every cell trained together in one process (--batch-seeds: a seed pack, stacked parameters), WORKERS processes
+# seeds of every cell trained together in one process (--batch-seeds: a seed pack, one step for all), WORKERS processes
 # sharing the GPU. Records wall time, runs per second, the GPU, and writes the report with the figure.
 #
 # Usage (repository root):
 #   scripts/gpu_fig1.sh [OUT_DIR]                 # on the GPU machine; OUT_DIR defaults to $OUT/fig1-gpu or runs/fig1-gpu
 #   DRY_RUN=1 scripts/gpu_fig1.sh /tmp/fig1-dry   # CPU rehearsal: fig1 at scale quick with 5 steps (checks the plumbing)
 # Environment: STEPS (10000), WORKERS (8), PRESET (fig1), SCALE (paper), DRY_RUN (0).
-# Re-running the same command resumes: finished runs are skipped (a killed seed batch restarts from step 0).
+# Re-running the same command resumes: finished runs are skipped, a killed pack resumes from its checkpoints.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$(pwd)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The paper's multi-layer claims on one GPU in one ~10-minute call: the deciding cells of fig1, posn, conjecture6 and
 # icl at the paper's model sizes (`attnrank sweep PRESET --scale gpu`: GPU_STEPS in each figure module of
-# experiments/sweeps/studies/ gives each preset's reduced step count), one sweep per preset, each under a time limit,
+# experiments/studies/ gives each preset's reduced step count), one sweep per preset, each under a time limit,
 # then one report per preset.
 #
 # Time: BUDGET_S seconds (default 450) are shared by the sweeps: each preset gets the budget still left divided by the

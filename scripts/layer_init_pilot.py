@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from experiments.sweeps.presets import get_preset
+from experiments.studies import get_preset
 from experiments.training.loop import train
 
 torch.set_num_threads(1)

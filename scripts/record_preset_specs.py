@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from experiments.config import TrainConfig
-from experiments.sweeps.claims import CLAIMS, SCALING_RULES
-from experiments.sweeps.presets import PRESETS
+from experiments.studies import CLAIMS, PRESETS, SCALING_RULES
 
 try:  # after the per-figure move
     from experiments.sweeps.run_specs import spec_kind
 except ImportError:  # the code as it stood before it (where the reference was recorded)
-    from experiments.sweeps.presets import spec_kind  # type: ignore[attr-defined,no-redef]
+    from experiments.studies import spec_kind  # type: ignore[attr-defined,no-redef]
 
 TRAIN_DEFAULTS = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
 
@@ -50,7 +49,7 @@ def describe_presets(known_fields: Collection[str] | None = None) -> dict[str, A
         claim = CLAIMS.get(name)
         described[name] = {
             "description": preset.description,
-            "figure": preset.figure,
+            "figure": None if preset.figure is None else preset.figure.name,
             "claim": preset.claim,
             "expected": dict(preset.expected),
             "paper": [{"label": p.label, "value": list(p.value), "where": dict(p.where)} for p in preset.paper],

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from experiments.analysis.run_curves import collect_curves
 from experiments.reporting.sweep_report import write_report
+from experiments.studies import PRESETS
 
 
 def snapshot(sweep_dir: Path, dest: Path) -> Path:
@@ -45,7 +46,7 @@ def snapshot(sweep_dir: Path, dest: Path) -> Path:
         reader.close()
     tmp.replace(target)
     collect_curves(dest, sweep_dir / "runs", keys)
-    return write_report(dest)
+    return write_report(dest, PRESETS)
 
 
 def main(argv: list[str]) -> int:

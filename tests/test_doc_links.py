@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GENERATED = {
     "reports/check.md": "written by `attnrank check`",
     "reports/theorem2_bound.png": "drawn by `attnrank check --full` (paper_checks/test_theorem2_bound.py)",
-    "reports/depth": "the figures folder `python -m experiments.figures.depth --out-dir reports/depth` writes",
+    "reports/depth": "the figures folder `attnrank figure depth --out reports/depth` writes",
 }
 """Repository-relative paths the docs cite that are written by a command, not committed."""
 

@@ -153,7 +153,7 @@ def construction_arms(records: Sequence[Record], runs_dir: Path, target: float) 
         records: sweep records (spec fields merged with metrics; ``hash``, ``status``, ``init`` among them).
         runs_dir: the sweep's run directories (``<out>/runs``; ``<hash>/metrics.csv``, else ``<out>/curves.csv``, gives
             the steps to target).
-        target: the fixed error whose steps are counted (`experiments.sweeps.studies.depth.DEPTH_ARM_TARGET`).
+        target: the fixed error whose steps are counted (`experiments.studies.depth.DEPTH_ARM_TARGET`).
 
     Returns:
         Arms ordered by cell, then scratch first and the recipes in order; runs in seed order. Unfinished runs are

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -230,3 +231,17 @@ def analyze_run(out_dir: Path, samples: int = EVALUATION_SAMPLES) -> dict[str, A
         predictors = {"model": model, "least_squares": LeastSquaresBaseline(), "averaging": AveragingBaseline()}
         report["icl"] = icl_error_curves(predictors, task, n_samples=samples)
     return report
+
+
+def records_from_runs(run_dirs: Iterable[Path]) -> list[dict[str, Any]]:
+    """The "theorem2" records of analysed run directories (run `attnrank analyze DIR` first)."""
+    records = []
+    for run_dir in run_dirs:
+        path = RunDirectory(Path(run_dir)).analysis
+        if not path.exists():
+            raise ValueError(f"{path} not found; run `attnrank analyze {run_dir}` first")
+        report = json.loads(path.read_text(encoding="utf-8"))
+        if "theorem2" not in report:
+            raise ValueError(f"{path}: the run is not on Theorem 2's task (nearest, N = 2, orthonormal keys, 1 layer)")
+        records.append(report["theorem2"])
+    return records

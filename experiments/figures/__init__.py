@@ -1,7 +1,8 @@
 """Figures: drawing only, from rows computed by `experiments.analysis` or read from the results store.
 
-No module here chooses a matplotlib backend at import; a command that writes image files calls
-:func:`use_file_backend` first (the ``attnrank`` entry point and each figure module's ``main``).
+Nothing here computes, trains or parses a command line (the standalone studies are run by `attnrank figure NAME`,
+`experiments/cli/figure_kinds/`; the sweep figures by `attnrank report`). No module chooses a matplotlib backend at
+import; a command that writes image files calls :func:`use_file_backend` first (the ``attnrank`` entry point does).
 """
 
 from __future__ import annotations

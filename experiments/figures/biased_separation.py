@@ -1,27 +1,21 @@
 """Theorem 3 measured: held-out error against the number of heads, full rank against rank r, per d.
 
-Rows from `experiments.analysis.biased_separation`. As a command it computes them, writes a CSV and the figure, and
-prints the rows:
+Rows from `experiments.analysis.biased_separation`; this module draws them (drawing only).
 
-    python -m experiments.figures.biased_separation --out DIR [--dims 4,6,8] [--fit-samples 50000]
-        [--heldout-samples 20000] [--seed 0]
+    attnrank figure biased-separation --out DIR [--dims 4,6,8] [--fit-samples 50000] [--heldout-samples 20000]
+        [--seed 0]
 
-writes DIR/biased_separation.csv and DIR/biased_separation.png.
+computes the rows and writes DIR/biased_separation.csv and DIR/biased_separation.png.
 """
 
 from __future__ import annotations
 
-import argparse
-import csv
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-import numpy as np
 
-from experiments.analysis.biased_separation import SeparationRow, oscillation_energy, separation_rows
-from experiments.figures import use_file_backend
+from experiments.analysis.biased_separation import SeparationRow
 from theory.monte_carlo import DEFAULT_Z
 
 ZERO_LEVEL = 1e-6
@@ -64,40 +58,3 @@ def draw(rows: Sequence[SeparationRow], energies: dict[int, float], path: Path) 
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="output directory")
-    parser.add_argument("--dims", default="4,6,8", help="comma-separated dimensions")
-    parser.add_argument("--fit-samples", type=int, default=50_000, help="contexts of the least-squares fit")
-    parser.add_argument("--heldout-samples", type=int, default=20_000, help="fresh contexts of the held-out error")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    dims = [int(part) for part in args.dims.split(",")]
-    use_file_backend()
-    args.out.mkdir(parents=True, exist_ok=True)
-    rows: list[SeparationRow] = []
-    energies = {}
-    for d in dims:
-        M = 2 * d * d + 1
-        ranks = sorted({d, d - 1, max(1, d // 2), 1}, reverse=True)
-        full_heads = sorted({(M + 3) // 4, (M + 1) // 2, M - 1, M})
-        rng = np.random.default_rng([args.seed, d])
-        rows += separation_rows(d, ranks, full_heads, (1, 2, 4), args.fit_samples, args.heldout_samples, rng)
-        energies[d] = oscillation_energy(d)
-    with open(args.out / "biased_separation.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=[f.name for f in dataclasses.fields(SeparationRow)])
-        writer.writeheader()
-        writer.writerows(dataclasses.asdict(row) for row in rows)
-    draw(rows, energies, args.out / "biased_separation.png")
-    for row in rows:
-        print(
-            f"d={row.d} r={row.r} H={row.H}: held-out {row.heldout:.5f} +- {row.heldout_stderr:.5f} "
-            f"(in-sample {row.in_sample:.5f}; sawtooth energy {energies[row.d]:.5f})"
-        )
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,6 +1,6 @@
 """Figures for depth (docs/paper.md section 5): Theorem 5's head counts and the Conjecture 6 scaling in N.
 
-The rows come from `experiments.analysis.depth_scaling`; this module draws them and, as a command, prints them.
+The rows come from `experiments.analysis.depth_scaling`; this module draws them (drawing only).
 
 1. ``theorem5_heads.png``: heads needed for error eps at rank 1 against 1/eps, for several d: two layers (the
    majority vote, exact quadrature, H ~ d / eps^2) vs one layer (Theorem 2's lower bound ``min_heads(d, 1, eps)``,
@@ -9,17 +9,14 @@ The rows come from `experiments.analysis.depth_scaling`; this module draws them 
    theory.plurality_vote) against H for several N, and the heads needed for a target error against N, next to the one
    full-rank head whose cost does not depend on N.
 
-    python -m experiments.figures.depth --out-dir reports/depth [--quick] [--json]
+    attnrank figure depth --out reports/depth [--quick]
 
-writes the two PNGs and ``depth_tables.json`` (every row) and prints the tables in Markdown.
+computes the rows, writes the two PNGs and ``depth_tables.json`` (every row) and prints the tables in Markdown.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,13 +26,7 @@ import numpy as np
 
 from experiments.analysis.depth_scaling import (
     fit_exponent,
-    head_edge_rows,
-    heads_rows,
-    majority_rows,
-    needed_table,
-    scaling_rows,
 )
-from experiments.figures import use_file_backend
 from theory.majority_vote_error import majority_vote_asymptote
 from theory.monte_carlo import DEFAULT_Z
 
@@ -110,75 +101,3 @@ def draw_scaling_figure(rows: Sequence[dict[str, Any]], table: Sequence[dict[str
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-def _markdown(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> str:
-    def cell(v: Any) -> str:
-        return f"{v:.4g}" if isinstance(v, float) else str(v)
-
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(cell(r[k]) for k in keys) + " |" for r in rows]
-    return "\n".join(lines)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m experiments.figures.depth",
-        description="Draw the Theorem 5 head-count figure and the Conjecture 6 N-scaling figure, with their tables.",
-    )
-    parser.add_argument("--out-dir", type=Path, default=Path("reports/depth"), help="where PNGs and JSON go")
-    parser.add_argument("--quick", action="store_true", help="small grid (a few minutes on 2 cores)")
-    parser.add_argument("--d", type=int, default=16, help="token dimension of the N-scaling study")
-    parser.add_argument("--eps", type=float, default=0.25, help="target error of the N-scaling table")
-    parser.add_argument("--samples", type=int, default=None, help="Monte Carlo samples per (N, H)")
-    parser.add_argument("--seed", type=int, default=0, help="seed")
-    args = parser.parse_args(argv)
-    use_file_backend()
-    quick = args.quick
-    n_values = [2, 4, 8] if quick else [2, 3, 4, 6, 8, 12, 16]
-    head_grid = [16, 64, 256, 1024, 4096] if quick else [16, 64, 256, 1024, 4096, 16384]
-    samples = args.samples or (1000 if quick else 4000)
-    heads = heads_rows()
-    draw_heads_figure(heads, args.out_dir / "theorem5_heads.png")
-    majority = majority_rows([16, 64], [11, 101, 1001] if quick else [11, 101, 1001, 10001], samples * 5, args.seed)
-    rows = scaling_rows(args.d, n_values, head_grid, samples, args.seed)
-    table = needed_table(rows, args.eps)
-    edges = head_edge_rows(args.d, n_values, samples * 5, args.seed)
-    draw_scaling_figure(rows, table, args.out_dir / "conjecture6_scaling.png")
-    report = {
-        "majority": majority,
-        "heads": heads,
-        "scaling": rows,
-        "needed": table,
-        "needed_exponent_in_N": fit_exponent(table),
-    }
-    (args.out_dir / "depth_tables.json").write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
-    print(_markdown(majority, ["d", "H", "exact", "asymptote", "refined_asymptote", "mc", "mc_stderr", "n_samples"]))
-    print()
-    print(_markdown(heads, ["d", "eps", "two_layer_heads", "asymptote_heads", "one_layer_min_heads_log10"]))
-    print()
-    print(_markdown(rows, ["N", "H", "error", "stderr", "n_samples"]))
-    print()
-    print(
-        _markdown(
-            table,
-            [
-                "N",
-                "heads_needed",
-                "heads_needed_low",
-                "heads_needed_high",
-                "scratch_p",
-                "layers",
-                "later_heads",
-                "full_rank_heads",
-            ],
-        )
-    )
-    print()
-    print(_markdown(edges, ["N", "p_right", "p_right_stderr", "chance", "edge"]))
-    print(f"\nfitted exponent of heads_needed in N: {report['needed_exponent_in_N']:.3f}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

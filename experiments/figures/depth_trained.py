@@ -10,7 +10,7 @@ One panel per d: error (log axis) against heads per layer H (log2 axis). Four cu
 - Theorem 2's certified lower bound ``rank_lower_bound(d, 1, H)`` for every one-layer rank-1 model;
 - Theorem 5's exact error ``majority_vote_error(d, H)`` of the two-layer majority-vote construction.
 
-Records are those of `experiments.sweeps.studies.depth.depth_trained` (spec fields merged with metrics).
+Records are those the depth claim judges (spec fields merged with metrics; `experiments.analysis.records`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments.analysis.records import Record
-from experiments.sweeps.studies.depth import depth_fresh_error, depth_heads
+from experiments.analysis.records import Record, fresh_error, theory_heads
 from theory.bounds import rank_lower_bound
 from theory.majority_vote_error import majority_vote_error
 from theory.monte_carlo import DEFAULT_Z
@@ -39,11 +38,11 @@ def depth_series(records: Sequence[Record]) -> dict[SeriesKey, dict[int, list[tu
     for r in records:
         if r.get("model") != "theory" or r.get("task") != "nearest" or r.get("rank") != 1:
             continue
-        fresh = depth_fresh_error(r)
+        fresh = fresh_error(r)
         if fresh is None or not np.isfinite(fresh[0]):
             continue
         key = (int(r["d"]), int(r["layers"]), int(r.get("positional_dim") or 0), r.get("init") or None)
-        series.setdefault(key, {}).setdefault(depth_heads(r), []).append(fresh)
+        series.setdefault(key, {}).setdefault(theory_heads(r), []).append(fresh)
     return series
 
 

@@ -1,4 +1,4 @@
-"""The finite-set study's figure (drawing only; `experiments.sweeps.studies.finite_set` holds the runs and the claim):
+"""The finite-set study's figure (drawing only; `experiments.studies.finite_set` holds the runs and the claim):
 per head count, each run's training loss (its best epoch loss on its fixed set) and its population error against the
 set size K, fresh batches at the right, with Theorem 2's certified bound as a horizontal line."""
 

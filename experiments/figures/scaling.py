@@ -1,6 +1,6 @@
 """The compute-scaling figure of a long sweep: each rule's two cells, best loss against samples seen, with the fits.
 
-One panel per scaling rule (`experiments.sweeps.claims.SCALING_RULES`), drawn from the verdicts computed by
+One panel per scaling rule (`experiments.studies.SCALING_RULES`), drawn from the verdicts computed by
 `experiments.analysis.compute_scaling` (drawing only): log-log axes; each run a marker (its best_loss at its budget);
 the seeds of a budget joined by a band (best to worst seed); the fitted law floor + a n^-b of each cell as a dashed
 curve from the smallest budget to beyond the paper's budget (dotted vertical line); the rule's ceiling, where it has

@@ -1,13 +1,14 @@
 """One PNG per sweep figure, drawn from the results store only (the paper's axes and log scales).
 
-Each figure kind of `experiments.sweeps.presets` maps to a drawing function ``(records, path, title) -> path`` in
-:data:`FIGURES`. A record is one run's spec fields merged with its metrics (see
-`experiments.reporting.sweep_report.sweep_records`). What a reader of the paper needs is on every figure:
+Each figure is a drawing function ``(records, path, title) -> path`` held by its preset as a `Figure` object (the
+objects at the end of this module; drawing only: the numbers come from the store). A record is one run's spec fields
+merged with its metrics (`experiments.sweeps.store_records.sweep_records`). What a reader of the paper needs is on
+every figure:
 
 - the parameters in the title (:func:`parameter_line`: d, N, L, c, steps x batch, lr, seeds);
 - training losses as the paper plots them (the best seed's lowest epoch-mean training loss, a line with markers)
   with the spread over seeds as a band (best to worst seed, `experiments.sweeps.grading.seed_spread`);
-- the paper's published numbers as black markers where they apply (figures in :data:`DRAWS_PAPER_NUMBERS` take a
+- the paper's published numbers as black markers where they apply (a `Figure` with ``takes_paper`` takes a
   ``paper`` keyword: `experiments.sweeps.preset_kit.PaperNumber` cells, matched by rank class so a smaller d is
   comparable; ranges as vertical bars);
 - the certified bound where it applies (bound-vs-trained, `experiments.figures.trained`);
@@ -16,6 +17,7 @@ Each figure kind of `experiments.sweeps.presets` maps to a drawing function ``(r
 
 from __future__ import annotations
 
+import functools
 import math
 import textwrap
 from collections import defaultdict
@@ -33,8 +35,7 @@ from experiments.figures.depth_trained import plot_depth_trained
 from experiments.figures.finite_set import plot_finite_set
 from experiments.figures.trained import plot_trained_vs_bound
 from experiments.sweeps.grading import seed_spread
-from experiments.sweeps.preset_kit import PaperNumber
-from experiments.sweeps.studies.random_features import paper_plateau
+from experiments.sweeps.preset_kit import Figure, PaperNumber
 
 PAPER_D = 64
 """The paper's dimension for Figure 1 and its appendices (docs/paper.md section 6)."""
@@ -374,10 +375,15 @@ def plot_icl(records: Sequence[Record], path: Path, title: str) -> Path:
 
 
 def plot_random_features(
-    records: Sequence[Record], path: Path, title: str, *, paper: Sequence[PaperNumber] = ()
+    records: Sequence[Record],
+    path: Path,
+    title: str,
+    *,
+    paper: Sequence[PaperNumber] = (),
+    plateau: Callable[[int], float] | None = None,
 ) -> Path:
     """Random rank-1 heads: error against H (log2 axis), mean and range over draws, one line per d; the paper's
-    plateau (0.18; 0.13 at d = 8) as dotted lines."""
+    plateau per d (``plateau(d)``: 0.18; 0.13 at d = 8) and its cells as dotted lines."""
     curves: dict[int, list[tuple[list[int], list[float]]]] = defaultdict(list)
     for r in records:
         if r.get("status") == "finished" and "errors" in r:
@@ -389,7 +395,7 @@ def plot_random_features(
         colour = f"C{index % 10}"
         ax.plot(counts, errors.mean(axis=0), marker=".", color=colour, label=f"d={d} (mean of {errors.shape[0]} draws)")
         ax.fill_between(counts, errors.min(axis=0), errors.max(axis=0), color=colour, alpha=0.2, linewidth=0)
-    plateaus = sorted({paper_plateau(d) for d in curves} | {n.value[0] for n in paper})
+    plateaus = sorted({plateau(d) for d in curves if plateau is not None} | {n.value[0] for n in paper})
     for value in plateaus:
         ax.axhline(value, color="black", linestyle=":", linewidth=1)
         ax.annotate(f"paper plateau {value:g}", (1, value), fontsize=7, va="bottom")
@@ -418,19 +424,19 @@ def plot_bound_vs_trained(records: Sequence[Record], path: Path, title: str) -> 
     return plot_trained_vs_bound(theorem2, path, title=f"{title}\n{parameter_line(runs)}")
 
 
-FIGURES: dict[str, Callable[..., Path]] = {
-    "fig1": plot_fig1,
-    "figN": plot_vs_context,
-    "figd": plot_vs_dimension,
-    "posn": plot_positional,
-    "random-features": plot_random_features,
-    "icl": plot_icl,
-    "bound-vs-trained": plot_bound_vs_trained,
-    "conjecture6": plot_vs_context,
-    "depth": plot_depth_trained,
-    "finite-set": plot_finite_set,
-}
-"""Figure kind -> drawing function ``(records, path, title) -> path``."""
+FIG1 = Figure("fig1", plot_fig1, takes_paper=True)
+FIG_N = Figure("figN", plot_vs_context, takes_paper=True)
+FIG_D = Figure("figd", plot_vs_dimension)
+POSN = Figure("posn", plot_positional, takes_paper=True)
+ICL = Figure("icl", plot_icl)
+BOUND_VS_TRAINED = Figure("bound-vs-trained", plot_bound_vs_trained)
+CONJECTURE6 = Figure("conjecture6", plot_vs_context)
+DEPTH = Figure("depth", plot_depth_trained)
+FINITE_SET = Figure("finite-set", plot_finite_set)
+"""The sweep figures as the presets hold them (`experiments.sweeps.preset_kit.Figure`; random features builds its
+own, `random_features_figure`, with its paper plateaus)."""
 
-DRAWS_PAPER_NUMBERS = frozenset({"fig1", "figN", "posn", "random-features"})
-"""Figure kinds whose drawing function also takes ``paper=`` (the preset's PaperNumber cells) and draws them."""
+
+def random_features_figure(plateau: Callable[[int], float]) -> Figure:
+    """The random-feature figure drawing ``plateau(d)`` (the paper's plateau per d) beside the curves."""
+    return Figure("random-features", functools.partial(plot_random_features, plateau=plateau), takes_paper=True)

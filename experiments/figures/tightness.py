@@ -22,6 +22,7 @@ from matplotlib.axes import Axes
 from experiments.analysis.records import Record
 from experiments.analysis.tightness import Curve, TightnessCell, tightness_cells
 from experiments.figures.sweeps import parameter_line, plain_log_labels
+from experiments.sweeps.preset_kit import Figure
 from theory.monte_carlo import DEFAULT_Z
 
 
@@ -157,3 +158,7 @@ def plot_tightness_dimension(
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+TIGHTNESS = Figure("tightness", plot_tightness)
+"""The tightness preset's figure: the band of every d (`experiments.reporting.tightness_report` adds one per d)."""

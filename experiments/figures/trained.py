@@ -5,15 +5,14 @@ dictionaries built in memory) and draws, for each rank r, the bound rank_lower_b
 head count H and the trained errors at their H with 4-standard-error bars. A point below its rank's curve would
 contradict the theorem.
 
-    python -m experiments.figures.trained RUN_DIR [RUN_DIR ...] --out FIGURE.png
+    attnrank figure trained --runs RUN_DIR [RUN_DIR ...] --out DIR
+
+draws DIR/trained_vs_bound.png from the runs' analysis.json (`experiments.analysis.trained.records_from_runs`).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,25 +20,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments.analysis.bound_curves import bound_curve
-from experiments.figures import use_file_backend
-from experiments.training.run_directory import RunDirectory
 from theory.monte_carlo import DEFAULT_Z
 
 REQUIRED = ("d", "r", "H", "error", "error_stderr")
-
-
-def records_from_runs(run_dirs: Iterable[Path]) -> list[dict[str, Any]]:
-    """The "theorem2" records of analysed run directories (run `attnrank analyze DIR` first)."""
-    records = []
-    for run_dir in run_dirs:
-        path = RunDirectory(Path(run_dir)).analysis
-        if not path.exists():
-            raise ValueError(f"{path} not found; run `attnrank analyze {run_dir}` first")
-        report = json.loads(path.read_text(encoding="utf-8"))
-        if "theorem2" not in report:
-            raise ValueError(f"{path}: the run is not on Theorem 2's task (nearest, N = 2, orthonormal keys, 1 layer)")
-        records.append(report["theorem2"])
-    return records
 
 
 def plot_trained_vs_bound(
@@ -97,21 +80,3 @@ def plot_trained_vs_bound(
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Trained error vs Theorem 2 bound, per rank")
-    parser.add_argument("run_dirs", nargs="+", type=Path, help="analysed run directories")
-    parser.add_argument("--out", type=Path, required=True, help="output image")
-    args = parser.parse_args(argv)
-    use_file_backend()
-    try:
-        print(plot_trained_vs_bound(records_from_runs(args.run_dirs), args.out))
-    except ValueError as exc:
-        print(f"figures_trained: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,7 +3,7 @@
 The checks are the pytest modules of `paper_checks/` (one per claim). They run in a child pytest process whose
 recorder (paper_checks/conftest.py) writes one JSON row per check; this module turns the rows into a Markdown table
 (claim, status, grade, measured value, reference or bound, seconds), prints it and writes it to disk. Figure claims
-carry a grade (magnitude / direction / not reproduced, from their one predicate in `experiments.sweeps.claims`); other
+carry a grade (magnitude / direction / not reproduced, from their one predicate in `experiments.studies`); other
 checks show "-". Every PNG the checks drew under the report directory is linked below the table.
 """
 
@@ -122,7 +122,7 @@ def format_table(
         )
     lines += [
         "",
-        "Grades of figure claims (`experiments.sweeps.claims`, rules stated in advance per figure): MAGNITUDE = the "
+        "Grades of figure claims (`experiments.studies`, rules stated in advance per figure): MAGNITUDE = the "
         "paper's ratio or gap is reached; DIRECTION = only the ordering holds; NOT REPRODUCED = not even that. "
         "A check asserts the grade its scale can reach and says so in its claim.",
     ]

@@ -1,8 +1,10 @@
 """The sweep report's table of construction-initialised arms (the depth preset): start, steps to a target, final.
 
 Reads the records and run directories of a sweep (`experiments.analysis.construction_arms`) and prints one row per arm:
-the cell, the starting point, the construction's predicted error, the fresh error at step 0, the steps to
-`experiments.sweeps.studies.depth.DEPTH_ARM_TARGET` and the fresh error after training, each as its spread over seeds.
+the cell, the starting point, the construction's predicted error, the fresh error at step 0, the steps to the
+preset's target error (the depth study's ``DEPTH_ARM_TARGET``) and the fresh error after training, each as its spread
+over seeds. The depth preset holds it as a report section built for its target (:func:`construction_arms_section`),
+after its claim.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from experiments.analysis.records import Record
-from experiments.sweeps.studies.depth import DEPTH_ARM_TARGET
+from experiments.sweeps.preset_kit import Preset, ReportSection
+from experiments.sweeps.runner import RUNS_DIR
 from theory.monte_carlo import DEFAULT_Z
 
 
@@ -21,12 +24,22 @@ def has_construction_arms(records: Sequence[Record]) -> bool:
     return any(str(r.get("init") or "").startswith("construction:") and r.get("status") == "finished" for r in records)
 
 
-def construction_arms_lines(records: Sequence[Record], runs_dir: Path) -> list[str]:
+def construction_arms_section(target: float) -> ReportSection:
+    """The arms table as a report section (after the claim) for the steps to ``target``."""
+
+    def render(preset: Preset, records: Sequence[Record], out: Path, scale: str) -> tuple[list[str], list[Path]]:
+        return construction_arms_lines(records, out / RUNS_DIR, target), []
+
+    return ReportSection("construction-arms", render, place="after-claim")
+
+
+def construction_arms_lines(records: Sequence[Record], runs_dir: Path, target: float) -> list[str]:
     """Markdown lines of the arms table (empty when no run starts from a construction).
 
     Args:
         records: the sweep's records (spec fields merged with metrics).
         runs_dir: ``<out>/runs`` (each run's metrics.csv gives its steps to the target; absent directories are said).
+        target: the fixed error whose steps are counted.
 
     Returns:
         A heading, the table and its notes.
@@ -37,21 +50,21 @@ def construction_arms_lines(records: Sequence[Record], runs_dir: Path) -> list[s
     # torch-free, as `attnrank sweep`'s driver does (docs/architecture.md, "Imports at the top of the module").
     from experiments.analysis.construction_arms import construction_arms
 
-    arms = construction_arms(records, runs_dir, DEPTH_ARM_TARGET)
+    arms = construction_arms(records, runs_dir, target)
     lines = [
         "### Constructions as starting points",
         "",
         "Each arm trains the same model from scratch or from a construction (`init = construction:NAME[@T]`, T the "
         "construction's inverse temperature; 'run' = the run's own). Start: fresh error of the starting model (step "
         "0, 20 000 samples, +- one s.e.); predicted: the construction's exact error at its T (Theorem 5's is the mean "
-        f"over random directions, one draw differs by ~5%); steps to {DEPTH_ARM_TARGET:g}: 0 when the start + "
+        f"over random directions, one draw differs by ~5%); steps to {target:g}: 0 when the start + "
         f"{DEFAULT_Z:g} s.e. is at or below it, else the first epoch (training-loss mean) at or below it, 'never' if "
         "none; first / highest epoch: mean training loss of the first 'log_every' steps and the highest epoch mean "
         "(how far the first optimiser steps move the start); final: fresh error after training. Ranges are over "
         "seeds.",
         "",
         f"| L | r | p | H | start from | predicted | start (step 0) | first epoch | highest epoch | steps to "
-        f"{DEPTH_ARM_TARGET:g} | final | steps | seeds |",
+        f"{target:g} | final | steps | seeds |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     notes: set[str] = set()

@@ -1,6 +1,6 @@
 """Report sections of a sweep that trains prefixes of a long schedule (fig1-d64): each run's curve fitted and
 projected to the schedule's end, the depth ladder in d, and each run's training loss beside its population error. A
-preset asks for them by name (`Preset.report_sections`: "curve-projections", "depth-ladder", "training-vs-population");
+preset holds them as objects (`Preset.report_sections`: CURVE_PROJECTIONS, DEPTH_LADDER, TRAINING_VS_POPULATION);
 all read the curves from the run directories or the committed curves.csv and population.csv
 (`experiments.analysis.run_curves`), so the report regenerates from a fresh clone.
 """
@@ -25,7 +25,7 @@ from experiments.figures.run_curves import (
     plot_prefix_curves,
     plot_training_vs_population,
 )
-from experiments.sweeps.preset_kit import Preset
+from experiments.sweeps.preset_kit import Preset, ReportSection
 from experiments.sweeps.runner import RUNS_DIR
 
 _FIELDS = {f.name for f in dataclasses.fields(TrainConfig)}
@@ -131,6 +131,12 @@ def projection_section(
     return [*lines, f"![{preset.name} {scale} curves]({name})", "", f"Figure: [{name}]({name}).", ""], [path]
 
 
+def _shared(records: Sequence[Record], field: str, symbol: str) -> str:
+    """``symbol = value`` of a field the records share ("N = 16"), or its values joined ("N = 8/16")."""
+    values = sorted({r[field] for r in records if field in r})
+    return f"{symbol} = {'/'.join(str(v) for v in values) or '-'}"
+
+
 def depth_ladder_section(
     preset: Preset, records: Sequence[Record], out: Path, scale: str
 ) -> tuple[list[str], list[Path]]:
@@ -142,9 +148,10 @@ def depth_ladder_section(
     lines = [
         "### Where depth starts to rescue half rank (the d ladder)",
         "",
-        "L = 1 against L = 3 at r = d/2, N = 16, c = 1, one seed, the same schedule; each cell's best epoch loss up "
-        "to the largest step both runs of its d have reached. The paper has only d = 64; this is ours. One seed and a "
-        "prefix of the schedule: a ratio here says where the curves stand at that step, not where 100k steps end.",
+        f"L = 1 against L = 3 at r = d/2, {_shared(runs, 'N', 'N')}, {_shared(runs, 'width', 'c')}, one seed, the "
+        "same schedule; each cell's best epoch loss up to the largest step both runs of its d have reached. The paper "
+        "has only d = 64; this is ours. One seed and a prefix of the schedule: a ratio here says where the curves "
+        "stand at that step, not where 100k steps end.",
         "",
         "| d | step compared | L = 1 | L = 3 | L = 1 / L = 3 |",
         "|---|---|---|---|---|",
@@ -228,3 +235,11 @@ def population_section(
     title = f"{preset.name} ({scale}): training loss and population error"
     path = plot_training_vs_population(drawn, paper, out / name, title)
     return [*lines, f"![{preset.name} {scale} population]({name})", "", f"Figure: [{name}]({name}).", ""], [path]
+
+
+CURVE_PROJECTIONS = ReportSection("curve-projections", projection_section)
+"""Each run's curve fitted after the warm-up and projected to the schedule's end (fig1-d64, fig1-d64-replay)."""
+DEPTH_LADDER = ReportSection("depth-ladder", depth_ladder_section)
+"""L = 1 against L = 3 at rank d/2 along d (fig1-d64)."""
+TRAINING_VS_POPULATION = ReportSection("training-vs-population", population_section)
+"""Each run's training loss beside its population error, and the gap (fig1-d64-replay)."""

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from experiments.analysis.compute_scaling import PAPER_SAMPLES, PROJECTION_LIMIT, SCALING_INTERVAL, floor_text
 from experiments.analysis.records import Record
 from experiments.figures.scaling import plot_scaling
-from experiments.sweeps.claims import CLAIMS, SCALING_RULES, judge
+from experiments.sweeps.preset_kit import Preset
 from experiments.sweeps.scaling_verdicts import ScalingVerdict, scaling_verdict
 
 PAPER_TEMPERATURE = 1.0
@@ -61,7 +62,7 @@ def _fit_text(verdict: ScalingVerdict, cell: str) -> str:
     )
 
 
-def _temperature_lines(preset: str, records: Sequence[Record]) -> list[str]:
+def _temperature_lines(preset: Preset, records: Sequence[Record]) -> list[str]:
     """The claim judged separately at each score temperature, on the budgets where several temperatures ran."""
     temperatures_by_budget: dict[tuple[int, int], set[float]] = {}
     for r in records:
@@ -84,8 +85,8 @@ def _temperature_lines(preset: str, records: Sequence[Record]) -> list[str]:
             t: [r for r in records if r.get("d") == d and int(r["steps"]) == steps and float(r["temperature"]) == t]
             for t in sorted(temperatures_by_budget[(d, steps)])
         }
-        judges = [("claim", lambda rs: judge(preset, rs))]
-        claim = CLAIMS.get(preset)
+        claim = preset.rule
+        judges: list[tuple[str, Any]] = [] if claim is None else [("claim", claim.judge)]
         judges += [] if claim is None else list(claim.extra_judges)  # the figure's own further rules (fig1: at L = 3)
         for name, rule in judges:
             verdicts = {t: rule(rs) for t, rs in subsets.items()}
@@ -101,9 +102,9 @@ def _temperature_lines(preset: str, records: Sequence[Record]) -> list[str]:
     return lines + [""]
 
 
-def scaling_section(preset: str, records: Sequence[Record], out: Path, scale: str) -> tuple[list[str], list[Path]]:
-    """Markdown lines and the figure of a long sweep's scaling analysis."""
-    rules = SCALING_RULES.get(preset, ())
+def scaling_section(preset: Preset, records: Sequence[Record], out: Path, scale: str) -> tuple[list[str], list[Path]]:
+    """Markdown lines and the figure of a long sweep's scaling analysis (the preset's own scaling rules)."""
+    rules = preset.scaling_rules
     lines = ["### Compute scaling", ""]
     figures: list[Path] = []
     if not rules:  # the temperature-control presets (figN, figd long): one budget, two score temperatures
@@ -112,8 +113,8 @@ def scaling_section(preset: str, records: Sequence[Record], out: Path, scale: st
     lines += [
         "Each rule compares two deciding cells (worse: the paper's larger loss; better: its smaller) along the "
         "ladder of budgets, every budget a run with its own warm-up + cosine schedule. Rules stated in advance in "
-        "`experiments/sweeps/claims.py` (SCALING_RULES); docs/scaling.md explains the fit and the verdicts. Law "
-        "per cell: best_loss = floor + a n^-b (n = samples seen), least squares on log losses; intervals "
+        "its study module (`experiments/studies/`, SCALING_RULES); docs/scaling.md explains the fit and the "
+        "verdicts. Law per cell: best_loss = floor + a n^-b (n = samples seen), least squares on log losses; intervals "
         f"{int(SCALING_INTERVAL * 100)}% from a parametric bootstrap of the fit; the paper's budget is "
         f"{PAPER_SAMPLES:,} samples; projections stop at {PROJECTION_LIMIT:g}x that.",
         "",
@@ -139,8 +140,9 @@ def scaling_section(preset: str, records: Sequence[Record], out: Path, scale: st
             f"- better cell fit: {_fit_text(verdict, 'better')}",
             "",
         ]
-    name = f"{preset}-{scale}-scaling.png"
-    figures.append(plot_scaling(verdicts, records, out / name, f"{preset} ({scale}): best loss against samples seen"))
-    lines += [f"![{preset} {scale} scaling]({name})", "", f"Figure: [{name}]({name}).", ""]
+    name = f"{preset.name}-{scale}-scaling.png"
+    title = f"{preset.name} ({scale}): best loss against samples seen"
+    figures.append(plot_scaling(verdicts, records, out / name, title))
+    lines += [f"![{preset.name} {scale} scaling]({name})", "", f"Figure: [{name}]({name}).", ""]
     lines += _temperature_lines(preset, records)
     return lines, figures

@@ -4,7 +4,7 @@ Everything is read from the results store (`experiments.sweeps.store`), opened r
 the database. For each (preset, scale) in the store:
 
 - the figure (`experiments.figures.sweeps`) as ``<out>/<preset>-<scale>.png``, linked from the report;
-- the preset's claim, graded by its one predicate (`experiments.sweeps.claims`): ``magnitude`` / ``direction`` /
+- the preset's claim, graded by its one predicate (`experiments.studies`): ``magnitude`` / ``direction`` /
   ``not reproduced`` / ``not evaluated``, with the grade rules stated in advance and the numbers behind the grade;
 - a table of docs/paper.md section 6's numbers beside ours, graded per cell (:func:`compare`): whether the paper's
   value lies within our seed spread, within the stated tolerance of it, or only the ordering against the cell's
@@ -19,190 +19,20 @@ from __future__ import annotations
 
 import csv
 import json
-import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from experiments.analysis.records import Record
-from experiments.config import TrainConfig
-from experiments.figures.sweeps import DRAWS_PAPER_NUMBERS, FIGURES, parameter_line, regime_line
-from experiments.reporting.construction_arms_report import construction_arms_lines
-from experiments.reporting.curve_sections import depth_ladder_section, population_section, projection_section
+from experiments.figures.sweeps import parameter_line, regime_line
 from experiments.reporting.scaling_report import claim_records, scaling_section
-from experiments.reporting.tightness_report import band_lines, tightness_section
-from experiments.sweeps.claims import CLAIMS, judge
-from experiments.sweeps.grading import Grade, Verdict
-from experiments.sweeps.preset_kit import GPU, LONG, PaperNumber, Preset, rank_class
-from experiments.sweeps.presets import get_preset
-from experiments.sweeps.run_specs import spec_from_record
-from experiments.sweeps.runner import RUNS_DIR, store_path
+from experiments.sweeps.grading import CELL_ABSOLUTE, CELL_FACTOR, Grade, Verdict, compare, range_text, value_text
+from experiments.sweeps.preset_kit import GPU, LONG, Preset
+from experiments.sweeps.runner import store_path
 from experiments.sweeps.store import ResultsStore
-from experiments.sweeps.studies.random_features import RANDOM_FEATURES_TOLERANCE
-
-CELL_FACTOR = 1.25
-"""Stated tolerance of a training-loss cell: the paper's values are read off log-scale figures, so a value within a
-factor 1.25 of our seed spread counts as reached (``magnitude``)."""
-
-CELL_ABSOLUTE = RANDOM_FEATURES_TOLERANCE
-"""Stated tolerance of a random-feature cell (an error level, not a loss ratio): +-0.03 around our spread over draws."""
+from experiments.sweeps.store_records import sweep_records
 
 CSV_NAME = "runs.csv"
-
-EXTRA_SECTIONS: dict[str, Callable[[Preset, Sequence[Record], Path, str], tuple[list[str], list[Path]]]] = {
-    "tightness-bands": lambda preset, records, out, scale: tightness_section(records, out, scale),
-    "curve-projections": projection_section,
-    "depth-ladder": depth_ladder_section,
-    "training-vs-population": population_section,
-}
-"""Report sections a preset may ask for beyond the ones every sweep gets (`Preset.report_sections`): name ->
-``(preset, records, out, scale) -> (markdown lines, figures written)``."""
-
-
-def sweep_records(store: ResultsStore, preset: str, scale: str) -> list[dict[str, Any]]:
-    """One dictionary per run of the sweep: spec fields, metrics, status, hash, seconds, rank_class and heads."""
-    records = []
-    for row in store.rows(preset, scale):
-        record: dict[str, Any] = {**row.spec, "status": row.status, "hash": row.hash, "kind": row.kind}
-        if row.kind == "train":
-            config = spec_from_record("train", row.spec)
-            assert isinstance(config, TrainConfig)
-            record["rank_class"] = rank_class(config)
-            record["heads"] = config.heads
-        if row.metrics:
-            record.update(row.metrics)
-        record["seconds"] = row.seconds
-        records.append(record)
-    return records
-
-
-def _matches(record: Record, where: Mapping[str, Any]) -> bool:
-    return all(record.get(k) == v for k, v in where.items() if v != "max")
-
-
-def _our_values(number: PaperNumber, records: Sequence[Record]) -> list[float]:
-    """Every matching finished run's value: best_loss (seeds and configs), or the error at the largest H (draws)."""
-    matching = [r for r in records if r.get("status") == "finished" and _matches(r, number.where)]
-    if "H" in number.where:
-        return [float(r["errors"][-1]) for r in matching if r.get("errors")]
-    values = []
-    for r in matching:
-        loss = r.get("best_loss")
-        if isinstance(loss, (int, float)) and not isinstance(loss, bool) and math.isfinite(loss):
-            values.append(float(loss))
-    return values
-
-
-def _partner(
-    number: PaperNumber, cells: Sequence[PaperNumber]
-) -> tuple[str, dict[str, Any], tuple[float, float]] | None:
-    """The cell the paper orders ``number`` against: (label, selector of our runs, the paper's range), or None.
-
-    Concat is ordered against no encodings at the same depth (and back); full rank against rank d/2 (else low rank)
-    with the same other fields; a lower rank against full rank at the same depth, width or N (any width when the cell
-    names none). Random-feature cells have no partner (their ordering, the fall with H, is the claim's).
-    """
-    where = dict(number.where)
-    if "H" in where:
-        return None
-    paper: list[PaperNumber] = []
-    ours: dict[str, Any] = {}
-    if where.get("positional") in ("concat", "none"):
-        other = "none" if where["positional"] == "concat" else "concat"
-        ours = {**where, "positional": other}
-        paper = [
-            c for c in cells if c.where.get("positional") == other and c.where.get("layers") == where.get("layers")
-        ]
-    elif where.get("rank_class") == "full":
-        base = {k: v for k, v in where.items() if k != "rank_class"}
-        for cls in ("half", "low"):
-            ours = {**base, "rank_class": cls}
-            paper = [c for c in cells if dict(c.where) == ours]
-            if paper:
-                break
-    elif where.get("rank_class") in ("half", "low") or "rank" in where:
-        base = {k: v for k, v in where.items() if k not in ("rank_class", "rank")}
-        ours = {**base, "rank_class": "full"}
-        paper = [
-            c
-            for c in cells
-            if c.where.get("rank_class") == "full" and all(c.where.get(k) == v for k, v in base.items() if k in c.where)
-        ]
-    paper = [c for c in paper if c is not number]
-    if not paper:
-        return None
-    label = " / ".join(c.label for c in paper)
-    return label, ours, (min(c.value[0] for c in paper), max(c.value[1] for c in paper))
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """A row of the report's paper-vs-ours table.
-
-    Attributes:
-        label: the paper's cell. paper: its value (low, high). ours: our spread (min, max) over matching runs (seeds,
-        draws, configurations), or None. runs: matching finished runs. grade: the cell's Grade (None: not run).
-        verdict: the grade's reason in words.
-    """
-
-    label: str
-    paper: tuple[float, float]
-    ours: tuple[float, float] | None
-    runs: int
-    grade: Grade | None
-    verdict: str
-
-
-def compare(number: PaperNumber, records: Sequence[Record], cells: Sequence[PaperNumber] = ()) -> Comparison:
-    """Grade one paper cell against our runs (rules stated in advance).
-
-    - ``magnitude``: the paper's value (or range) lies within our spread (min to max over the matching runs' seeds,
-      draws and configurations), or within the stated tolerance of it (:data:`CELL_FACTOR` x1.25 for training
-      losses, :data:`CELL_ABSOLUTE` +-0.03 for random-feature errors);
-    - ``direction``: outside that, but the paper's ordering against the cell's partner (:func:`_partner`: full rank vs
-      rank d/2, lower rank vs full rank, concat vs none) holds between our spreads (no overlap, same side);
-    - ``not reproduced``: outside, and the ordering is reversed, overlapping, or there is no partner to order against.
-    """
-    values = _our_values(number, records)
-    low, high = number.value
-    if not values:
-        return Comparison(number.label, number.value, None, 0, None, "not run at this scale")
-    ours = (min(values), max(values))
-    where = "our spread over draws" if "H" in number.where else "our seed spread"
-    if ours[0] <= high and low <= ours[1]:
-        return Comparison(number.label, number.value, ours, len(values), Grade.MAGNITUDE, f"paper within {where}")
-    if "H" in number.where:
-        widened = (ours[0] - CELL_ABSOLUTE, ours[1] + CELL_ABSOLUTE)
-        tolerance = f"+-{CELL_ABSOLUTE:g}"
-    else:
-        widened = (ours[0] / CELL_FACTOR, ours[1] * CELL_FACTOR)
-        tolerance = f"x{CELL_FACTOR:g}"
-    if widened[0] <= high and low <= widened[1]:
-        text = f"paper within the stated tolerance ({tolerance}) of {where}"
-        return Comparison(number.label, number.value, ours, len(values), Grade.MAGNITUDE, text)
-    offset = f"ours x{ours[0] / high:.2g} higher" if ours[0] > high else f"ours x{low / max(ours[1], 1e-300):.2g} lower"
-    partner = _partner(number, cells)
-    if partner is None:
-        text = f"{offset}; no ordering partner for this cell"
-        return Comparison(number.label, number.value, ours, len(values), Grade.NOT_REPRODUCED, text)
-    label, selector, paper_partner = partner
-    partner_values = _our_values(PaperNumber(label, paper_partner, selector), records)
-    if not partner_values:
-        text = f"{offset}; partner '{label}' not run at this scale"
-        return Comparison(number.label, number.value, ours, len(values), Grade.NOT_REPRODUCED, text)
-    if low <= paper_partner[1] and paper_partner[0] <= high:
-        text = f"{offset}; the paper's values do not order this cell against '{label}'"
-        return Comparison(number.label, number.value, ours, len(values), Grade.NOT_REPRODUCED, text)
-    above = low > paper_partner[1]
-    holds = ours[0] > max(partner_values) if above else ours[1] < min(partner_values)
-    relation = "above" if above else "below"
-    partner_range = _range((min(partner_values), max(partner_values)))
-    text = f"{offset}; the paper's ordering ({relation} '{label}', ours {partner_range}) " + (
-        "holds" if holds else "does not hold"
-    )
-    grade = Grade.DIRECTION if holds else Grade.NOT_REPRODUCED
-    return Comparison(number.label, number.value, ours, len(values), grade, text)
 
 
 def population_text(record: Record) -> str:
@@ -210,17 +40,11 @@ def population_text(record: Record) -> str:
     error, stderr = record.get("population_error"), record.get("population_stderr")
     if not isinstance(error, (int, float)) or isinstance(error, bool):
         return "-"
-    return f"{_fmt(float(error))} +- {float(stderr):.2g}" if isinstance(stderr, (int, float)) else _fmt(float(error))
-
-
-def _fmt(value: float) -> str:
-    return "nan" if not math.isfinite(value) else f"{value:.3g}"
-
-
-def _range(pair: tuple[float, float] | None) -> str:
-    if pair is None:
-        return "-"
-    return _fmt(pair[0]) if pair[0] == pair[1] else f"{_fmt(pair[0])} - {_fmt(pair[1])}"
+    return (
+        f"{value_text(float(error))} +- {float(stderr):.2g}"
+        if isinstance(stderr, (int, float))
+        else value_text(float(error))
+    )
 
 
 def _grade_word(grade: Grade | None) -> str:
@@ -228,10 +52,11 @@ def _grade_word(grade: Grade | None) -> str:
 
 
 def sweep_section(
-    store: ResultsStore, out: Path, preset_name: str, scale: str
+    store: ResultsStore, out: Path, preset: Preset, scale: str
 ) -> tuple[list[str], list[Path], Verdict | None]:
-    """Markdown lines for one sweep, the figures written beside the report, and the claim's verdict."""
-    preset = get_preset(preset_name)
+    """Markdown lines for one sweep, the figures written beside the report, and the claim's verdict: what the preset
+    holds (its figure, its sections, its claim, its cells and their rule), rendered."""
+    preset_name = preset.name
     records = sweep_records(store, preset_name, scale)
     counts: dict[str, int] = {}
     for r in records:
@@ -257,34 +82,39 @@ def sweep_section(
             "compute-scaling section after them reads every run.",
             "",
         ]
-    figure = FIGURES.get(preset.figure)
+    figure = preset.figure
     if figure is not None and any(r["status"] == "finished" for r in records):
         name = f"{preset_name}-{scale}.png"
-        extra = {"paper": preset.paper} if preset.figure in DRAWS_PAPER_NUMBERS else {}
-        figure(records, out / name, f"{preset_name} ({scale})", **extra)
+        extra = {"paper": preset.paper} if figure.takes_paper else {}
+        figure.draw(records, out / name, f"{preset_name} ({scale})", **extra)
         figures.append(out / name)
         lines += [f"![{preset_name} {scale}]({name})", "", f"Figure: [{name}]({name}).", ""]
-    for section in preset.report_sections:  # the figure's own sections (tightness: its band tables, a figure per d)
-        extra_lines, drawn = EXTRA_SECTIONS[section](preset, records, out, scale)
+    for section in (s for s in preset.report_sections if s.place == "before-claim"):
+        extra_lines, drawn = section.render(preset, records, out, scale)
         lines += extra_lines
         figures += drawn
-    verdict = judge(preset_name, records)
-    if verdict is not None:
-        claim = CLAIMS[preset_name]
+    claim = preset.rule
+    verdict = None if claim is None else claim.judge(records)
+    if claim is not None and verdict is not None:
         lines += [f"Claim ({preset.claim}): **{_grade_word(verdict.grade)}**. {verdict.explanation}.", ""]
         if claim.magnitude:
             rules = f"magnitude = {claim.magnitude}; direction = {claim.direction or '-'}"
             lines += [f"Grade rules (stated in advance): {rules}.", ""]
-    lines += construction_arms_lines(records, out / RUNS_DIR)  # runs started from a construction (depth), if any
+    for section in (s for s in preset.report_sections if s.place == "after-claim"):
+        extra_lines, drawn = section.render(preset, records, out, scale)
+        lines += extra_lines
+        figures += drawn
     if preset.paper:
         lines += [
             "| paper cell | paper | ours (spread over matching runs) | runs | grade | why |",
             "|---|---|---|---|---|---|",
         ]
         for number in preset.paper:
-            c = compare(number, records, preset.paper)
+            c = compare(number, records, preset.paper, preset.cell_rule)
             grade = _grade_word(c.grade)
-            lines.append(f"| {c.label} | {_range(c.paper)} | {_range(c.ours)} | {c.runs} | {grade} | {c.verdict} |")
+            lines.append(
+                f"| {c.label} | {range_text(c.paper)} | {range_text(c.ours)} | {c.runs} | {grade} | {c.verdict} |"
+            )
         lines += [
             "",
             f"A cell is MAGNITUDE when the paper's value lies within our spread or within the stated tolerance of it "
@@ -305,7 +135,7 @@ def sweep_section(
     else:
         lines += ["The paper publishes no numbers for this experiment; ours are the reference.", ""]
     if scale == LONG:
-        scaling_lines, drawn = scaling_section(preset_name, every_run, out, scale)
+        scaling_lines, drawn = scaling_section(preset, every_run, out, scale)
         lines += scaling_lines
         figures += drawn
     lines += [
@@ -325,11 +155,12 @@ def sweep_section(
         else:
             desc = f"d={r['d']} draw={r['trial']} H<={r['head_counts'][-1]}"
         best, final = r.get("best_loss"), r.get("final_loss")
+        best_text = value_text(float(best)) if best is not None else "-"
+        final_text = value_text(float(final)) if final is not None else "-"
         lines.append(
-            f"| {r['hash'][:10]} | {r['status']} | {desc} | "
-            f"{_fmt(float(best)) if best is not None else '-'} | {_fmt(float(final)) if final is not None else '-'} | "
+            f"| {r['hash'][:10]} | {r['status']} | {desc} | {best_text} | {final_text} | "
             f"{population_text(r)} | "
-            f"{_fmt(float(r['seconds'])) if isinstance(r.get('seconds'), (int, float)) else '-'} |"
+            f"{value_text(float(r['seconds'])) if isinstance(r.get('seconds'), (int, float)) else '-'} |"
         )
     lines.append("")
     return lines, figures, verdict
@@ -342,7 +173,7 @@ def _open_store(out: Path) -> ResultsStore:
     return ResultsStore(path, readonly=True)
 
 
-def checked_sweeps(store: ResultsStore) -> list[tuple[str, str]]:
+def checked_sweeps(store: ResultsStore, presets: Mapping[str, Preset]) -> list[tuple[str, str]]:
     """The store's (preset, scale) sweeps, each checked before anything is drawn: a preset and scale this version
     knows, and rows that read back (`ResultsStore.rows` checks every field a report reads). ValueError naming the
     store and the sweep otherwise, so a damaged store is refused with one line and nothing written."""
@@ -350,12 +181,11 @@ def checked_sweeps(store: ResultsStore) -> list[tuple[str, str]]:
     if not sweeps:
         raise ValueError(f"{store.path} records no sweep")
     for preset_name, scale in sweeps:
-        try:
-            preset = get_preset(preset_name)
-        except ValueError:
+        preset = presets.get(preset_name)
+        if preset is None:
             raise ValueError(
                 f"{store.path}: field sweep_runs.preset names no preset of this version: {preset_name!r:.60}"
-            ) from None
+            )
         if scale not in preset.scales:
             raise ValueError(
                 f"{store.path}: field sweep_runs.scale of preset {preset_name} must be one of "
@@ -365,22 +195,29 @@ def checked_sweeps(store: ResultsStore) -> list[tuple[str, str]]:
     return sweeps
 
 
-def write_report(out: Path | str) -> Path:
-    """Write ``<out>/report.md`` (and the figures) from ``<out>/results.sqlite`` (opened read-only); its path."""
+def write_report(out: Path | str, presets: Mapping[str, Preset]) -> Path:
+    """Write ``<out>/report.md`` (and the figures) from ``<out>/results.sqlite`` (opened read-only); its path.
+
+    Args:
+        out: the sweep directory.
+        presets: the presets by name (`experiments.studies.PRESETS`: the registry sits above this room, so its
+            callers pass it down).
+    """
     out = Path(out)
     lines = ["# attnrank sweep report", "", f"Store: `{store_path(out)}` (read only).", ""]
     figures: list[Path] = []
     with _open_store(out) as store:
-        sweeps = checked_sweeps(store)
+        sweeps = checked_sweeps(store, presets)
         summary = ["| sweep | claim | grade |", "|---|---|---|"]
         body: list[str] = []
         for preset_name, scale in sweeps:
-            section, drawn, verdict = sweep_section(store, out, preset_name, scale)
+            preset = presets[preset_name]
+            section, drawn, verdict = sweep_section(store, out, preset, scale)
             body += section
             figures += drawn
             grade = "-" if verdict is None else _grade_word(verdict.grade)
             anchor = f"#{preset_name.lower()}-{scale}"
-            summary.append(f"| [{preset_name} ({scale})]({anchor}) | {get_preset(preset_name).claim} | {grade} |")
+            summary.append(f"| [{preset_name} ({scale})]({anchor}) | {preset.claim} | {grade} |")
     lines += summary + [""]
     if figures:
         lines += ["Figures: " + ", ".join(f"[{p.name}]({p.name})" for p in figures) + ".", ""]
@@ -388,16 +225,6 @@ def write_report(out: Path | str) -> Path:
     report = out / "report.md"
     report.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return report
-
-
-def tightness_bands(out: Path | str) -> list[str]:
-    """The band [bound, best found] per d of every tightness sweep in ``<out>/results.sqlite`` (none: [])."""
-    lines: list[str] = []
-    with _open_store(Path(out)) as store:
-        for preset_name, scale in store.sweeps():
-            if "tightness-bands" in get_preset(preset_name).report_sections:
-                lines += band_lines(sweep_records(store, preset_name, scale), scale)
-    return lines
 
 
 def _cell(value: Any) -> Any:

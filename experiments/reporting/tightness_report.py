@@ -22,7 +22,8 @@ from experiments.analysis.tightness import (
     ratio_slope,
     tightness_cells,
 )
-from experiments.figures.tightness import plot_tightness, plot_tightness_dimension
+from experiments.figures.tightness import plot_tightness_dimension
+from experiments.sweeps.preset_kit import Preset, ReportSection
 from experiments.sweeps.runner import RUNS_DIR
 from theory.monte_carlo import DEFAULT_Z
 
@@ -117,11 +118,8 @@ def tightness_section(records: Sequence[Record], out: Path, scale: str) -> tuple
     if not cells:
         return ["No finished tightness run yet.", ""], []
     curves, recovered = _curves(records, out)
-    overview = plot_tightness(records, out / f"tightness-{scale}.png", f"tightness ({scale})")
-    figures = [overview]
+    figures: list[Path] = []
     lines = [
-        f"![tightness {scale}]({overview.name})",
-        "",
         "Per d: the certified lower bound of Theorem 2 (`rank_lower_bound`), the best of the trained one-layer rank-r "
         "theory models (full value maps; fresh Monte Carlo error, 20 000 samples at the cpu scale), random rank-r "
         "heads with least-squares output weights (scored on fresh samples), and, for r = 1, Theorem 5's two-layer "
@@ -173,3 +171,12 @@ def band_lines(records: Sequence[Record], scale: str) -> list[str]:
             parts.append(f"r={r} H={top.H}: [{_fmt(top.bound, 3)}, {_fmt(best[0], 3)}] x{_fmt(top.ratio, 3)}")
         lines.append(f"tightness ({scale}) d={d}: " + "; ".join(parts))
     return lines
+
+
+def _render_bands(preset: Preset, records: Sequence[Record], out: Path, scale: str) -> tuple[list[str], list[Path]]:
+    return tightness_section(records, out, scale)
+
+
+TIGHTNESS_BANDS = ReportSection("tightness-bands", _render_bands)
+"""The tightness sweep's bands, one table and figure per d (the preset's own figure is the overview of every d,
+`experiments.figures.tightness.TIGHTNESS`)."""

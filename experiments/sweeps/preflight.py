@@ -40,8 +40,7 @@ from experiments.config import TrainConfig
 from experiments.packing import PACK_VARYING_FIELDS, SEED_FIELDS, unit_key
 from experiments.sweeps.backends import BACKENDS, check_ray_address
 from experiments.sweeps.grouping import MAX_PACK
-from experiments.sweeps.preset_kit import with_overrides
-from experiments.sweeps.presets import PRESETS, get_preset
+from experiments.sweeps.preset_kit import Preset, with_overrides
 from experiments.sweeps.run_specs import RandomFeaturesSpec, RunSpec, spec_kind
 from experiments.training.memory import check_memory, training_bytes
 from theory.validation import check_bool, check_choice, check_instance, check_int, check_output_dir
@@ -122,16 +121,16 @@ def sweep_bytes(specs: Sequence[RunSpec], workers: int, *, pack: bool, batch_see
     return float(sum(largest)) + WORKER_BYTES * min(workers, len(specs))
 
 
-def resolve_runs(preset: str, scale: str, overrides: Mapping[str, Any] | None = None) -> list[RunSpec]:
+def resolve_runs(preset: Preset, scale: str, overrides: Mapping[str, Any] | None = None) -> list[RunSpec]:
     """The sweep's run specs with ``overrides`` applied, every one validated before any run starts.
 
     Every TrainConfig is built (a bad value names its field); overrides on a preset without training runs are
     refused (they would change nothing); a weight file named by ``init`` must exist, be readable and match its run.
     """
-    specs = get_preset(preset).runs(scale)
+    specs = preset.runs(scale)
     if overrides:
         if not any(isinstance(s, TrainConfig) for s in specs):
-            raise ValueError(f"--set overrides TrainConfig fields, but preset {preset} has no training runs")
+            raise ValueError(f"--set overrides TrainConfig fields, but preset {preset.name} has no training runs")
         try:
             specs = with_overrides(specs, overrides)
         except (TypeError, ValueError) as exc:  # a field's message, e.g. "steps must be an integer >= 1"
@@ -141,7 +140,7 @@ def resolve_runs(preset: str, scale: str, overrides: Mapping[str, Any] | None = 
         if isinstance(spec, TrainConfig) and spec.init is not None:
             if spec.model != "theory":
                 raise ValueError(
-                    f"init: weight files load into the theory model, but preset {preset} trains {spec.model!r}"
+                    f"init: weight files load into the theory model, but preset {preset.name} trains {spec.model!r}"
                 )
             key = json.dumps({k: v for k, v in spec.to_dict().items() if k != "seed"}, sort_keys=True)
             if key not in checked:
@@ -181,7 +180,7 @@ class SweepRequest:
     preset at the scale with the overrides applied (each built once, init files checked), ``selected`` those that
     ``only`` keeps."""
 
-    preset: str
+    preset: Preset
     scale: str
     out: Path
     backend: str
@@ -225,7 +224,7 @@ def check_sweep_request(
         ``out`` (not a directory, not writable); a ValueError starting ``workers:`` when the runs in flight would
         not fit in the memory available now.
     """
-    check_choice("preset", preset, tuple(PRESETS))
+    check_instance("preset", preset, Preset, "a Preset (experiments.studies.get_preset(name))")
     check_choice("backend", backend, BACKENDS)
     if workers is not None:
         workers = check_int("workers", workers, minimum=1)

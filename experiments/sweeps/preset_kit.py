@@ -1,9 +1,11 @@
 """The shared machinery of the sweep presets: the :class:`Preset` and :class:`PaperNumber` types, the scales, the
 schedules every figure draws from, and the grid and budget-ladder helpers.
 
-A preset names an experiment, its run specs at each scale, how its figure is drawn (`experiments.figures.sweeps`),
-the paper's numbers to put beside ours (`experiments.reporting.sweep_report`) and its claim. Each lives in one module
-of `experiments.sweeps.studies` (one per paper figure or study of ours); `experiments.sweeps.presets` lists them.
+A preset names an experiment and holds, as objects: its run specs at each scale, its figure (:class:`Figure`: the
+drawing function), its report sections of its own (:class:`ReportSection`), the paper's numbers to put beside ours and
+how they are graded (`grading.CellRule`), and its claim. Each lives in one module of `experiments.studies` (one per
+paper figure or study of ours), which also lists them; the report (`experiments.reporting.sweep_report`) only renders
+what a preset holds.
 Scales:
 
 - ``quick``: minutes on 2 CPU cores; small d, short schedules; meant to show the qualitative finding only;
@@ -19,10 +21,12 @@ import functools
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
+from experiments.analysis.records import Record
 from experiments.config import TrainConfig
-from experiments.sweeps.grading import Claim, ScalingRule
+from experiments.sweeps.grading import LOSS_CELLS, CellRule, Claim, PaperNumber, ScalingRule
 from experiments.sweeps.run_specs import RunSpec
 from theory.validation import check_choice
 
@@ -37,50 +41,89 @@ trained at a ladder of budgets (`budget_ladder`), <= 150 min with 2 workers on 2
 
 
 @dataclass(frozen=True)
-class PaperNumber:
-    """One published number (docs/paper.md section 6) and the runs of ours it should be compared with.
+class Figure:
+    """A preset's figure: the drawing function and whether it also draws the paper's numbers.
 
     Attributes:
-        label: the cell, in words.  value: the paper's value (low, high) (equal ends for a single number).
-        where: selector on run fields; the pseudo-field ``rank_class`` is "full" (r = d), "half" (r = d/2) or
-            "low" (r <= d/4).
+        name: the figure in a word (its kind; the preset-equivalence record names it).
+        draw: ``(records, path, title) -> path``, or ``(records, path, title, paper=cells) -> path`` when
+            ``takes_paper`` (a function of `experiments.figures`).
+        takes_paper: whether ``draw`` takes the preset's published cells.
     """
 
-    label: str
-    value: tuple[float, float]
-    where: Mapping[str, Any]
+    name: str
+    draw: Callable[..., Path]
+    takes_paper: bool = False
+
+    def __post_init__(self) -> None:
+        if not callable(self.draw):
+            raise TypeError(f"figure {self.name!r}: draw must be a drawing function, got {type(self.draw).__name__}")
+
+
+SECTION_PLACES = ("before-claim", "after-claim")
+"""Where a preset's own section goes in its report: after the figure, or after the claim's grade."""
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """A report section of a preset's own, beyond the ones every sweep gets.
+
+    Attributes:
+        name: the section in a word (the preset-equivalence record names it).
+        render: ``(preset, records, out, scale) -> (markdown lines, figures written)`` (a function of
+            `experiments.reporting`).
+        place: where it goes (`SECTION_PLACES`): "before-claim" (after the figure) or "after-claim".
+    """
+
+    name: str
+    render: Callable[[Preset, Sequence[Record], Path, str], tuple[list[str], list[Path]]]
+    place: str = "before-claim"
+
+    def __post_init__(self) -> None:
+        if not callable(self.render):
+            raise TypeError(f"section {self.name!r}: render must be a function, got {type(self.render).__name__}")
+        check_choice("place", self.place, SECTION_PLACES)
 
 
 @dataclass(frozen=True)
 class Preset:
-    """A sweep: run specs per scale, the figure it draws, the paper's numbers and the qualitative claim.
+    """A sweep: run specs per scale, the figure it draws, its report sections, the paper's numbers and how they are
+    graded, and the qualitative claim; each held as an object, checked when the preset is built.
 
     Attributes:
-        name, description, figure: figure kind of `experiments.figures.sweeps`.  scales: scale -> spec builder.
-        paper: the published numbers (may be empty: figd has none).  claim: the qualitative finding, in words (the
+        name, description.  figure: its :class:`Figure` (None: no figure).  scales: scale -> spec builder.
+        paper: the published numbers (may be empty: figd has none).  cell_rule: how they are graded against our runs
+            (`grading.CellRule`: tolerance and ordering partner).  claim: the qualitative finding, in words (the
             statement of ``rule`` when there is one).
         expected: scale -> expected runtime and outcome in words (docs/sweeps.md).
         rule: the claim's grading rule (`experiments.sweeps.grading.Claim`), stated before any run; None for a
             preset that states no finding (smoke).
         scaling_rules: the long scale's deciding comparisons (`experiments.sweeps.grading.ScalingRule`).
-        report_sections: names of the report sections of its own, beyond the ones every sweep gets, that the report
-            asks for (`experiments.reporting.sweep_report.EXTRA_SECTIONS`; tightness: ``"tightness-bands"``).
+        report_sections: the report sections of its own (:class:`ReportSection`; tightness: its bands).
     """
 
     name: str
     description: str
-    figure: str
+    figure: Figure | None
     scales: Mapping[str, Callable[[], list[RunSpec]]]
     paper: tuple[PaperNumber, ...] = ()
+    cell_rule: CellRule = LOSS_CELLS
     claim: str = ""
     expected: Mapping[str, str] = field(default_factory=dict)
     rule: Claim | None = None
     scaling_rules: tuple[ScalingRule, ...] = ()
-    report_sections: tuple[str, ...] = ()
+    report_sections: tuple[ReportSection, ...] = ()
 
     def __post_init__(self) -> None:
         if self.rule is not None and not self.claim:
             object.__setattr__(self, "claim", self.rule.statement)
+        if self.figure is not None and not isinstance(self.figure, Figure):
+            raise TypeError(f"preset {self.name}: figure must be a Figure (a drawing function), got {self.figure!r}")
+        for section in self.report_sections:
+            if not isinstance(section, ReportSection):
+                raise TypeError(f"preset {self.name}: report_sections must hold ReportSection objects, got {section!r}")
+        if not isinstance(self.cell_rule, CellRule):
+            raise TypeError(f"preset {self.name}: cell_rule must be a CellRule, got {self.cell_rule!r}")
 
     def runs(self, scale: str) -> list[RunSpec]:
         """The resolved run specs of ``scale`` (ValueError lists the allowed scales)."""

@@ -28,6 +28,7 @@ from experiments.packing import PACK_VARYING_FIELDS, SEED_FIELDS
 from experiments.sweeps.backends import run_tasks
 from experiments.sweeps.grouping import group_into_packs
 from experiments.sweeps.preflight import SweepRequest, check_sweep_request, resolve_runs
+from experiments.sweeps.preset_kit import Preset
 from experiments.sweeps.run_specs import RunSpec, spec_kind
 from experiments.sweeps.store import DONE_STATUSES, ResultsStore, StoreError
 from experiments.sweeps.work import RunTask
@@ -78,7 +79,7 @@ def _open_for(preset: str, scale: str, out: Path) -> ResultsStore:
 
 
 def rebuild_store(
-    preset: str, scale: str, out: Path | str, *, overrides: Mapping[str, Any] | None = None
+    preset: Preset, scale: str, out: Path | str, *, overrides: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """Rebuild the results store of the sweep ``preset`` / ``scale`` in ``out`` from its runs' files.
 
@@ -95,7 +96,7 @@ def rebuild_store(
     Returns:
         restored (runs stored from their files), pending (left to the sweep), moved_aside (path or None).
     """
-    return _rebuild(preset, scale, Path(out), tuple(resolve_runs(preset, scale, overrides)))
+    return _rebuild(preset.name, scale, Path(out), tuple(resolve_runs(preset, scale, overrides)))
 
 
 def _rebuild(preset: str, scale: str, out: Path, specs: tuple[RunSpec, ...]) -> dict[str, Any]:
@@ -147,7 +148,7 @@ def _rebuild(preset: str, scale: str, out: Path, specs: tuple[RunSpec, ...]) -> 
 
 
 def run_sweep(
-    preset: str,
+    preset: Preset,
     scale: str,
     out: Path | str,
     *,
@@ -165,7 +166,7 @@ def run_sweep(
     (`experiments.sweeps.preflight.check_sweep_request`), then :func:`execute_sweep`.
 
     Args:
-        preset: preset name (`experiments.sweeps.presets.PRESETS`).
+        preset: the preset (`experiments.studies.get_preset(name)`; `experiments.studies.run_sweep` takes a name).
         scale: "quick", "cpu" or "paper" (whatever the preset offers).
         out: sweep directory.
         backend: "local" or "ray".
@@ -209,7 +210,7 @@ def run_sweep(
 
 def execute_sweep(request: SweepRequest) -> dict[str, Any]:
     """Run a checked sweep request (`run_sweep`'s summary); nothing is validated again."""
-    preset, scale, out = request.preset, request.scale, request.out
+    preset, scale, out = request.preset.name, request.scale, request.out
     started = time.perf_counter()
     counts = {"finished": 0, "diverged": 0, "failed": 0}
     rebuilt = _rebuild(preset, scale, out, request.specs) if request.rebuild else None

@@ -1,4 +1,4 @@
-"""The scaling verdict of each rule of the long scale (`experiments.sweeps.claims.SCALING_RULES`): graded at every
+"""The scaling verdict of each rule of the long scale (`experiments.studies.SCALING_RULES`): graded at every
 measured budget, fitted per cell (`experiments.analysis.compute_scaling`) and projected beyond the ladder.
 
 Verdicts: ``reaches`` (the rule's magnitude holds at a measured budget: the smallest such), ``projected`` (on the

@@ -1,7 +1,7 @@
 """Numbers the docs state in prose are the numbers of their sources: a store, a recorded benchmark run, the archives
 of the GPU calls, or the code.
 
-Tables and facts lines are generated (`experiments.reporting.doc_blocks`, checked by
+Tables and facts lines are generated (`experiments.publish.doc_blocks`, checked by
 tests/experiments/reporting/test_doc_blocks.py); what the docs say *about* them in sentences is held here. Each
 :class:`Statement` is a piece of a doc's text with ``{}`` where the numbers go and a function that computes those
 numbers, formatted as the doc writes them, from the source. The test fails when the doc no longer contains the text
@@ -24,13 +24,14 @@ from typing import Any
 import pytest
 
 from experiments.analysis.tightness import TightnessCell, heads_for_target, ratio_slope, tightness_cells
-from experiments.reporting.doc_blocks import gpu_runs
+from experiments.publish.doc_blocks import gpu_runs
 from experiments.reporting.scaling_report import claim_records
-from experiments.reporting.sweep_report import checked_sweeps, sweep_records
-from experiments.sweeps.claims import CLAIMS, SCALING_RULES, judge
+from experiments.reporting.sweep_report import checked_sweeps
+from experiments.studies import CLAIMS, PRESETS, SCALING_RULES, judge
 from experiments.sweeps.grading import matches, scaling_rule_at_budget
 from experiments.sweeps.scaling_verdicts import scaling_verdict
 from experiments.sweeps.store import ResultsStore
+from experiments.sweeps.store_records import sweep_records
 from theory.bounds import rank_lower_bound
 from theory.harmonics import sign_energy_tail
 from theory.majority_vote_error import majority_vote_error
@@ -58,7 +59,8 @@ def doc_text(doc: str) -> str:
 def _records(store: str) -> tuple[tuple[str, str, tuple[Record, ...]], ...]:
     with ResultsStore(ROOT / "results" / store / "results.sqlite", readonly=True) as opened:
         return tuple(
-            (preset, scale, tuple(sweep_records(opened, preset, scale))) for preset, scale in checked_sweeps(opened)
+            (preset, scale, tuple(sweep_records(opened, preset, scale)))
+            for preset, scale in checked_sweeps(opened, PRESETS)
         )
 
 
@@ -382,7 +384,7 @@ def _store_wall(store: str) -> float:
 
 
 def _gpu_steps(module: str) -> int:
-    studies = __import__(f"experiments.sweeps.studies.{module}", fromlist=["GPU_STEPS"])
+    studies = __import__(f"experiments.studies.{module}", fromlist=["GPU_STEPS"])
     return int(studies.GPU_STEPS)
 
 

@@ -245,7 +245,7 @@ def test_a_made_up_name_fails_and_the_rules_skip_what_is_not_ours() -> None:
     """Negative control, and the skip rules on a probe text."""
     probe = ROOT / "docs" / "probe.md"  # never written: citations() reads the text given
     text = (
-        "See `experiments.sweeps.claims.no_such_claim`, `theory.bounds.rank_lower_bound(d, r)`, `analysis.run_curves`"
+        "See `experiments.studies.no_such_claim`, `theory.bounds.rank_lower_bound(d, r)`, `analysis.run_curves`"
         " and `experiments.training.reference_data`, then `reference_data.shared_batches`, `TrainConfig.extends`,"
         " `TrainConfig.no_such_field`.\n"
         "Not ours: `config.json`, `results.sqlite`, `attention.bias`, `torch.load`, `task.at_step(s)`,"
@@ -254,7 +254,7 @@ def test_a_made_up_name_fails_and_the_rules_skip_what_is_not_ours() -> None:
     )
     written = [(c.written, c.name) for c in citations(probe, text)]
     assert written == [
-        ("experiments.sweeps.claims.no_such_claim", "experiments.sweeps.claims.no_such_claim"),
+        ("experiments.studies.no_such_claim", "experiments.studies.no_such_claim"),
         ("theory.bounds.rank_lower_bound", "theory.bounds.rank_lower_bound"),
         ("analysis.run_curves", "experiments.analysis.run_curves"),
         ("experiments.training.reference_data", "experiments.training.reference_data"),
@@ -266,8 +266,8 @@ def test_a_made_up_name_fails_and_the_rules_skip_what_is_not_ours() -> None:
         ("theory.sphere.no_such_sampler", "theory.sphere.no_such_sampler"),
         ("experiments.figures.nowhere", "experiments.figures.nowhere"),
     ]
-    assert resolution_problem("experiments.sweeps.claims.no_such_claim") == (
-        "experiments.sweeps.claims has no attribute 'no_such_claim'"
+    assert resolution_problem("experiments.studies.no_such_claim") == (
+        "experiments.studies has no attribute 'no_such_claim'"
     )
     assert resolution_problem("theory.sphere.no_such_sampler") == "theory.sphere has no attribute 'no_such_sampler'"
     assert resolution_problem("experiments.figures.nowhere") == "experiments.figures has no attribute 'nowhere'"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.sweeps.presets import get_preset
+from experiments.studies import get_preset
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "gpu_paper.sh"

@@ -1,8 +1,8 @@
 """`attnrank report DIR`: DIR/report.md with one PNG per figure and our numbers beside the paper's.
 
 `attnrank report --index DIR` writes the generated part of DIR/README.md instead: the index of the committed stores
-under DIR (`experiments.reporting.results_index`). `attnrank report --docs DIR` (DIR the repository root) rewrites every
-generated block of the docs from its source (`experiments.reporting.doc_blocks`).
+under DIR (`experiments.publish.results_index`). `attnrank report --docs DIR` (DIR the repository root) rewrites every
+generated block of the docs from its source (`experiments.publish.doc_blocks`).
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from pathlib import Path
 
 from experiments.cli.arguments import check_output_file, path_argument
 from experiments.cli.output import emit
-from experiments.reporting.doc_blocks import write_docs
-from experiments.reporting.results_index import README_NAME, write_index
+from experiments.publish.doc_blocks import write_docs
+from experiments.publish.results_index import README_NAME, write_index
 from experiments.reporting.run_report import is_run_directory, write_run_report
-from experiments.reporting.sweep_report import CSV_NAME, tightness_bands, write_csv, write_report
+from experiments.reporting.sweep_report import CSV_NAME, write_csv, write_report
+from experiments.studies import PRESETS
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -72,17 +73,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.csv:
         check_output_file(args.out / CSV_NAME, "DIR")
-    report = write_report(args.out)
+    report = write_report(args.out, PRESETS)
     figures = sorted(str(p) for p in Path(args.out).glob("*.png"))
     summary: dict[str, object] = {"report": str(report), "figures": figures}
     if args.csv:
         summary["csv"] = str(write_csv(args.out))
-    bands = tightness_bands(args.out)  # the tightness preset's band per d, printed too (docs/bounds.md)
-    if bands and args.json:
-        summary["tightness_bands"] = bands
     emit(summary, as_json=args.json, title=None if args.json else "report written")
-    if bands and not args.json:
-        print("\n".join(bands))
     return 0
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from experiments.cli.arguments import path_argument
 from experiments.cli.output import emit
+from experiments.studies import PRESETS, get_preset
 from experiments.sweeps.backends import BACKENDS
 from experiments.sweeps.preflight import check_sweep_request
-from experiments.sweeps.presets import PRESETS
 from experiments.sweeps.runner import execute_sweep
 
 
@@ -95,7 +95,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     request = check_sweep_request(  # the one check (sweeps.preflight); its messages name the flags (cli.main)
-        args.preset,
+        get_preset(args.preset),
         args.scale,
         args.out,
         backend=args.backend,

@@ -18,10 +18,11 @@ from experiments.analysis.trained import (
     effective_rank,
     numerical_rank,
     query_key_matrices,
+    records_from_runs,
     summarize_matrix,
 )
 from experiments.config import TrainConfig
-from experiments.figures.trained import plot_trained_vs_bound, records_from_runs
+from experiments.figures.trained import plot_trained_vs_bound
 from experiments.models.attention import RankedMultiheadAttention
 from experiments.training.evaluation import POPULATION_SEED, evaluate_model, population_error, theorem2_record
 from experiments.training.run import build_run

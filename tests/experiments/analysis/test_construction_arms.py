@@ -16,7 +16,7 @@ from experiments.analysis.construction_arms import (
 from experiments.analysis.run_curves import read_metrics_curve as epoch_curve
 from experiments.config import TrainConfig
 from experiments.reporting.construction_arms_report import construction_arms_lines
-from experiments.sweeps.studies.depth import DEPTH_ARM_TARGET, depth_trained
+from experiments.studies.depth import DEPTH_ARM_TARGET, depth_trained
 from theory.bounds import full_rank_error
 from theory.majority_vote_error import majority_vote_error
 
@@ -87,10 +87,12 @@ def test_arms_measure_start_steps_and_final(tmp_path: Path) -> None:
     assert (scratch_arm.runs[0].first_epoch, scratch_arm.runs[0].worst_epoch) == (0.8, 0.8)
     assert scratch_arm.runs[1].steps_to_target == -1 and "absent" in scratch_arm.runs[1].note
     assert math.isnan(scratch_arm.runs[1].first_epoch)
-    lines = construction_arms_lines(records, tmp_path)
+    lines = construction_arms_lines(records, tmp_path, DEPTH_ARM_TARGET)
     table = [line for line in lines if line.startswith("| 1 |")]
     assert len(table) == 2 and "150 / ?" in table[0] and "| 0 |" in table[1]
-    assert construction_arms_lines([_record(scratch, 0.02)], tmp_path) == []  # no construction arm: no table
+    assert (
+        construction_arms_lines([_record(scratch, 0.02)], tmp_path, DEPTH_ARM_TARGET) == []
+    )  # no construction arm: no table
 
 
 def test_a_record_that_does_not_rebuild_its_run_is_refused(tmp_path: Path) -> None:

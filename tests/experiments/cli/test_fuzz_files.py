@@ -348,13 +348,14 @@ def test_every_damaged_checkpoint_is_refused(finished_run, capsys, tmp_path) -> 
 @pytest.fixture(scope="module")
 def good_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A sweep directory whose results.sqlite registers the smoke sweep (no run executed)."""
+    from experiments.studies import get_preset
     from experiments.sweeps.preflight import resolve_runs
     from experiments.sweeps.runner import store_path
     from experiments.sweeps.store import ResultsStore
 
     out = tmp_path_factory.mktemp("sweep") / "sweep"
     out.mkdir()
-    specs = resolve_runs("smoke", "quick")
+    specs = resolve_runs(get_preset("smoke"), "quick")
     from experiments.sweeps.runner import _entries  # the runner's own (key, kind, spec) rows
 
     with ResultsStore(store_path(out)) as store:

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from experiments.figures.depth_trained import depth_series, plot_depth_trained
-from experiments.figures.sweeps import FIGURES
+from experiments.figures.sweeps import DEPTH
+from experiments.studies import get_preset
 
 
 def _run(layers: int, width: int, error: float, seed: int) -> dict:
@@ -24,7 +25,7 @@ def test_depth_figure_is_drawn(tmp_path: Path) -> None:
     assert depth_series([*records, started])[(8, 2, 9, "construction:majority-vote")] == {17: [(0.05, 0.001)]}
     path = plot_depth_trained(records, tmp_path / "depth.png", "depth (test)")
     assert path.stat().st_size > 1000
-    assert FIGURES["depth"] is plot_depth_trained
+    assert DEPTH.draw is plot_depth_trained and get_preset("depth").figure is DEPTH
 
 
 def test_nothing_to_draw_is_an_error(tmp_path: Path) -> None:

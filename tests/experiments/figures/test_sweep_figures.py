@@ -10,16 +10,14 @@ from matplotlib.figure import Figure
 
 from experiments.figures import sweeps
 from experiments.figures.sweeps import (
-    DRAWS_PAPER_NUMBERS,
-    FIGURES,
     _paper_x,
     parameter_line,
     plain_log_labels,
     plot_fig1,
     plot_icl,
 )
+from experiments.studies import get_preset
 from experiments.sweeps.preset_kit import PaperNumber
-from experiments.sweeps.presets import get_preset
 
 
 def _run(rank: int, seed: int, loss: float, **k: object) -> dict:
@@ -50,7 +48,7 @@ def test_fig1_with_paper_markers_and_bands(tmp_path: Path) -> None:
     records = [_run(r, s, v * (1 + 0.1 * s)) for r, v in ((16, 0.04), (8, 0.6), (4, 0.7), (1, 0.8)) for s in (0, 1)]
     path = plot_fig1(records, tmp_path / "f.png", "fig1 (quick)", paper=get_preset("fig1").paper)
     assert path.stat().st_size > 1000
-    assert DRAWS_PAPER_NUMBERS <= set(FIGURES)
+    assert sweeps.FIG1.takes_paper and sweeps.FIG1.draw is plot_fig1  # the preset holds the drawing function
 
 
 def test_a_narrow_log_axis_labels_every_minor_tick() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from experiments.reporting.sweep_report import write_report
+from experiments.studies import PRESETS
 
 REPOSITORY = Path(__file__).resolve().parents[3]
 
@@ -51,7 +52,7 @@ def test_report_regenerates_byte_for_byte(tmp_path: Path, store: str, monkeypatc
         shutil.copyfile(REPOSITORY / name, target)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MPLBACKEND", os.environ.get("MPLBACKEND", "Agg"))
-    regenerated = write_report(Path(store))
+    regenerated = write_report(Path(store), PRESETS)
     assert regenerated.read_bytes() == committed.read_bytes(), f"{store}/report.md does not regenerate"
 
 

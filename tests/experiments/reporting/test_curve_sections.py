@@ -10,7 +10,7 @@ import pytest
 
 from experiments.analysis.run_curves import CURVES_NAME, write_curves_file
 from experiments.reporting.curve_sections import depth_ladder_section, projection_section
-from experiments.sweeps.presets import get_preset
+from experiments.studies import get_preset
 
 
 def _records() -> list[dict[str, Any]]:

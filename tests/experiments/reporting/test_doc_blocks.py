@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from experiments.cli.main import main
-from experiments.reporting.doc_blocks import (
+from experiments.publish.doc_blocks import (
     BLOCK_KINDS,
     find_blocks,
     gpu_runs,

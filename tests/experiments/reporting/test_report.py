@@ -11,10 +11,10 @@ import pytest
 
 from experiments.cli.main import main
 from experiments.config import TrainConfig
-from experiments.reporting.sweep_report import CSV_NAME, compare, write_report
-from experiments.sweeps.grading import Grade
+from experiments.reporting.sweep_report import CSV_NAME, write_report
+from experiments.studies import PRESETS, get_preset
+from experiments.sweeps.grading import Grade, compare
 from experiments.sweeps.preset_kit import PaperNumber
-from experiments.sweeps.presets import get_preset
 from experiments.sweeps.run_specs import spec_kind
 from experiments.sweeps.runner import store_path
 from experiments.sweeps.store import ResultsStore
@@ -68,11 +68,11 @@ def test_report_grades_and_links_figures(tmp_path: Path) -> None:
 
 def test_report_magnitude_and_negative_control(tmp_path: Path) -> None:
     _fake_fig1(tmp_path / "m", {16: 0.015, 8: 0.7, 4: 0.7, 1: 0.8})
-    write_report(tmp_path / "m")
+    write_report(tmp_path / "m", PRESETS)
     text = (tmp_path / "m" / "report.md").read_text()
     assert "**MAGNITUDE**" in text and "| L=1 full rank, c=1 | 0.015 | 0.015 - 0.0165 | 2 | MAGNITUDE |" in text
     _fake_fig1(tmp_path / "n", {16: 0.65, 8: 0.6, 4: 0.7, 1: 0.8})  # full rank loses to r = 8
-    write_report(tmp_path / "n")
+    write_report(tmp_path / "n", PRESETS)
     text = (tmp_path / "n" / "report.md").read_text()
     assert "**NOT REPRODUCED**" in text
     assert "| L=1 full rank, c=1 | 0.015 | 0.65 - 0.715 | 2 | NOT REPRODUCED | ours x43 higher" in text
@@ -99,7 +99,7 @@ def test_compare_orders_low_rank_against_full_rank() -> None:
 )
 def test_every_preset_reports_a_grade_and_a_figure(tmp_path: Path, preset: str) -> None:
     _fake(tmp_path, preset)
-    write_report(tmp_path)
+    write_report(tmp_path, PRESETS)
     text = (tmp_path / "report.md").read_text()
     assert (tmp_path / f"{preset}-quick.png").stat().st_size > 1000
     assert f"[{preset}-quick.png]({preset}-quick.png)" in text

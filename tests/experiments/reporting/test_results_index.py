@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from experiments.cli.main import main
-from experiments.reporting.results_index import (
+from experiments.publish.results_index import (
     BEGIN,
     END,
     _sittings,

@@ -17,8 +17,7 @@ import pytest
 
 from experiments.analysis.compute_scaling import PAPER_SAMPLES, fit_power_law
 from experiments.reporting.sweep_report import write_report
-from experiments.sweeps.claims import SCALING_RULES
-from experiments.sweeps.presets import get_preset
+from experiments.studies import PRESETS, SCALING_RULES, get_preset
 from experiments.sweeps.runner import store_path
 from experiments.sweeps.scaling_verdicts import scaling_verdict
 from experiments.sweeps.store import ResultsStore
@@ -97,7 +96,7 @@ def test_report_of_a_long_store(tmp_path: Path) -> None:
             metrics = {"best_loss": loss, "final_loss": loss, "steps": spec.steps, "diverged": False, "seconds": 1.0}
             store.mark_running(spec.config_hash())
             store.record_result(spec.config_hash(), metrics, {"git_revision": "test", "versions": {}})
-    report = write_report(tmp_path)
+    report = write_report(tmp_path, PRESETS)
     text = report.read_text()
     assert "### Compute scaling" in text and "(tmp)" not in text
     assert (tmp_path / "fig1-long-scaling.png").stat().st_size > 10_000
@@ -126,7 +125,7 @@ def test_temperature_control_store(tmp_path: Path, preset: str) -> None:
             metrics = {"best_loss": loss, "final_loss": loss, "steps": spec.steps, "diverged": False, "seconds": 1.0}
             store.mark_running(spec.config_hash())
             store.record_result(spec.config_hash(), metrics, {"git_revision": "test", "versions": {}})
-    text = write_report(tmp_path).read_text()
+    text = write_report(tmp_path, PRESETS).read_text()
     claim_line = next(line for line in text.splitlines() if line.startswith("Claim ("))
     assert "**NOT REPRODUCED**" in claim_line and "0.03" not in claim_line
     control = [line for line in text.splitlines() if "| 10,000 | claim |" in line]

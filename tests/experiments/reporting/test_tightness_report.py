@@ -60,7 +60,7 @@ def test_section_writes_one_figure_per_d_and_the_tables(tmp_path: Path) -> None:
     run.mkdir(parents=True)
     (run / "metrics.csv").write_text("step,loss,lr,time\n25,0.5,0.01,1\n50,0.3,0.01,2\n75,0.25,0.01,3\n100,0.2,0,4\n")
     lines, figures = tightness_section(_records(), tmp_path, "quick")
-    assert [p.name for p in figures] == ["tightness-quick.png", "tightness-quick-d8.png"]
+    assert [p.name for p in figures] == ["tightness-quick-d8.png"]  # the overview is the preset's own figure
     assert all(p.is_file() for p in figures)
     text = "\n".join(lines)
     assert "### d = 8" in text and "| 1 | 128 |" in text and "25.0%" in text  # the last-quarter gain of run 128-0

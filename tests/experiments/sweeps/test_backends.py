@@ -12,11 +12,11 @@ import pytest
 import torch
 
 from experiments.config import TrainConfig
+from experiments.studies import get_preset, run_sweep
 from experiments.sweeps.backends import run_local, run_tasks, threads_per_worker
 from experiments.sweeps.execute import execute_task, run_directory_lock
-from experiments.sweeps.presets import get_preset
 from experiments.sweeps.run_specs import spec_kind
-from experiments.sweeps.runner import run_sweep, store_path
+from experiments.sweeps.runner import store_path
 from experiments.sweeps.store import ResultsStore
 from experiments.sweeps.work import RunTask
 

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.sweeps.claims import CLAIMS, judge
+from experiments.studies import CLAIMS, PRESETS, judge
+from experiments.studies.bound_vs_trained import no_model_beats_bound
+from experiments.studies.conjecture6 import conjecture6_grows_with_n
+from experiments.studies.fig1 import FIG1_MAGNITUDE_RATIO, fig1
+from experiments.studies.fig_d import full_beats_low_every_d
+from experiments.studies.fig_n import error_grows_with_n
+from experiments.studies.icl import higher_rank_better
+from experiments.studies.posn import concat_helps_deep_low_rank
+from experiments.studies.random_features import random_features_plateau
 from experiments.sweeps.grading import Grade, seed_spread
-from experiments.sweeps.presets import PRESETS
-from experiments.sweeps.studies.bound_vs_trained import no_model_beats_bound
-from experiments.sweeps.studies.conjecture6 import conjecture6_grows_with_n
-from experiments.sweeps.studies.fig1 import FIG1_MAGNITUDE_RATIO, fig1
-from experiments.sweeps.studies.fig_d import full_beats_low_every_d
-from experiments.sweeps.studies.fig_n import error_grows_with_n
-from experiments.sweeps.studies.icl import higher_rank_better
-from experiments.sweeps.studies.posn import concat_helps_deep_low_rank
-from experiments.sweeps.studies.random_features import random_features_plateau
 
 
 def rec(**k: object) -> dict:

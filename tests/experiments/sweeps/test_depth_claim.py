@@ -1,12 +1,13 @@
-"""The depth preset's claim predicate (`experiments.sweeps.claims.depth_trained`) on synthetic records."""
+"""The depth preset's claim predicate (`experiments.studies.depth_trained`) on synthetic records."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from experiments.sweeps.claims import CLAIMS
+from experiments.analysis.records import theory_heads
+from experiments.studies import CLAIMS
+from experiments.studies.depth import depth_trained
 from experiments.sweeps.grading import Grade
-from experiments.sweeps.studies.depth import depth_heads, depth_trained
 from theory.bounds import rank_lower_bound
 
 D, P = 8, 8
@@ -22,7 +23,7 @@ def _run(layers: int, width: int, error: float, seed: int = 0, stderr: float = 0
 
 
 def test_heads_per_layer() -> None:
-    assert depth_heads(_run(2, 1, 0.1)) == 16 and depth_heads(_run(1, 2, 0.1)) == 16
+    assert theory_heads(_run(2, 1, 0.1)) == 16 and theory_heads(_run(1, 2, 0.1)) == 16
 
 
 def test_grades_follow_the_stated_rule() -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from experiments.config import TrainConfig
+from experiments.studies import get_preset
+from experiments.studies.fig1 import fig1_d64_depth
 from experiments.sweeps.grading import Grade
 from experiments.sweeps.preflight import select_runs
-from experiments.sweeps.presets import get_preset
-from experiments.sweeps.studies.fig1 import fig1_d64_depth
 
 
 def cell(layers: int, rank: int, loss: float, seed: int = 0, steps: int = 20_000, d: int = 64) -> dict:

@@ -8,11 +8,13 @@ from typing import Any
 
 import pytest
 
-from experiments.reporting.sweep_report import sweep_records, write_report
+from experiments.reporting.sweep_report import write_report
+from experiments.studies import PRESETS, run_sweep
+from experiments.studies.finite_set import training_below_population_above
 from experiments.sweeps.grading import Grade
-from experiments.sweeps.runner import run_sweep, store_path
+from experiments.sweeps.runner import store_path
 from experiments.sweeps.store import ResultsStore
-from experiments.sweeps.studies.finite_set import training_below_population_above
+from experiments.sweeps.store_records import sweep_records
 from theory.bounds import rank_lower_bound
 
 
@@ -20,7 +22,7 @@ from theory.bounds import rank_lower_bound
 def records(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     out = tmp_path_factory.mktemp("finite-set")
     run_sweep("finite-set", "quick", out, workers=1, progress=False)
-    write_report(out)
+    write_report(out, PRESETS)
     assert (out / "finite-set-quick.png").is_file() and "Training data:" in (out / "report.md").read_text()
     with ResultsStore(store_path(out), readonly=True) as store:
         return sweep_records(store, "finite-set", "quick")

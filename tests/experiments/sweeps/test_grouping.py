@@ -9,9 +9,9 @@ import pytest
 
 from experiments.config import TrainConfig
 from experiments.packing import PACK_VARYING_FIELDS, SEED_FIELDS, check_one_unit, unit_key
+from experiments.studies import get_preset
 from experiments.sweeps import grouping
 from experiments.sweeps.grouping import MAX_PACK, group_into_packs
-from experiments.sweeps.presets import get_preset
 from experiments.sweeps.work import RunPack, RunTask
 
 
@@ -89,7 +89,7 @@ def test_unpackable_runs_stay_single(fields: dict) -> None:
 
 
 def _sweeps() -> list[tuple[str, str]]:
-    from experiments.sweeps.presets import PRESETS
+    from experiments.studies import PRESETS
 
     return [(name, scale) for name, preset in PRESETS.items() for scale in preset.scales]
 

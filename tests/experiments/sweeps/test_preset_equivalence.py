@@ -66,7 +66,7 @@ def test_every_scale_resolves_to_the_same_runs(described: tuple[dict[str, Any], 
 
 def test_the_comparison_can_fail(described: tuple[dict[str, Any], dict[str, Any]]) -> None:
     """Negative control: one changed field of one run changes its digest, so an altered grid would be caught."""
-    from experiments.sweeps.presets import get_preset
+    from experiments.studies import get_preset
 
     recorder = _recorder()
     spec = get_preset("fig1").runs("quick")[0].to_dict()

@@ -7,11 +7,10 @@ import json
 import pytest
 
 from experiments.config import TrainConfig
+from experiments.studies import PRESETS, get_preset, module_of
+from experiments.studies.depth import DEPTH_INIT_P
 from experiments.sweeps.preset_kit import SCALES, divisors_pow2
-from experiments.sweeps.presets import PRESETS, get_preset
 from experiments.sweeps.run_specs import RandomFeaturesSpec, spec_from_record, spec_kind
-from experiments.sweeps.studies import module_of
-from experiments.sweeps.studies.depth import DEPTH_INIT_P
 
 PAPER_PRESETS = (
     "fig1",
@@ -174,7 +173,7 @@ def test_conjecture6_long_temperature_control_twins_the_ladder_at_20k() -> None:
     the scaling rules (stated for the ladder) never read them."""
     from dataclasses import replace
 
-    from experiments.sweeps.claims import SCALING_RULES
+    from experiments.studies import SCALING_RULES
     from experiments.sweeps.grading import matches
 
     specs = [s for s in get_preset("conjecture6").runs("long") if isinstance(s, TrainConfig)]

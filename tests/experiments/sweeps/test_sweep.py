@@ -20,8 +20,8 @@ import torch
 import experiments.sweeps.execute as execute
 from experiments.analysis.run_curves import CURVES_NAME, load_curves_file, read_metrics_curve
 from experiments.cli.main import main
-from experiments.sweeps.presets import get_preset
-from experiments.sweeps.runner import RUNS_DIR, run_sweep, store_path
+from experiments.studies import get_preset, run_sweep
+from experiments.sweeps.runner import RUNS_DIR, store_path
 from experiments.sweeps.store import ResultsStore
 
 ROOT = Path(__file__).resolve().parents[3]

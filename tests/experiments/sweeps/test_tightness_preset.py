@@ -9,13 +9,12 @@ from pathlib import Path
 import pytest
 
 from experiments.config import TrainConfig
-from experiments.sweeps.claims import judge
+from experiments.studies import get_preset, judge
+from experiments.studies.tightness import tightness_band, tightness_heads
 from experiments.sweeps.grading import Grade
 from experiments.sweeps.least_squares_spec import LeastSquaresHeadsSpec
-from experiments.sweeps.presets import get_preset
 from experiments.sweeps.run_specs import spec_from_record, spec_kind
 from experiments.sweeps.solve_least_squares import solve_least_squares_heads
-from experiments.sweeps.studies.tightness import tightness_band, tightness_heads
 from theory.bounds import rank_lower_bound
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from experiments.analysis.records import Record
+from experiments.figures.sweeps import FIG_D
 from experiments.sweeps.grading import (
     Claim,
     Verdict,
@@ -135,7 +136,7 @@ CLAIM = Claim(
 PRESET = Preset(
     name="figd",
     description="Appendix: varying the dimension d (configured by the authors, no published numbers)",
-    figure="figd",
+    figure=FIG_D,
     scales=at_scales(_figd, (*SCALES, LONG)),
     paper=(),
     expected={
@@ -149,4 +150,4 @@ PRESET = Preset(
 
 
 PRESETS = (PRESET,)
-"""This module's presets, in the order `experiments.sweeps.presets` lists them."""
+"""This module's presets, in the order `experiments.studies` lists them."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from experiments.analysis.records import Record
+from experiments.figures.sweeps import ICL
 from experiments.sweeps.grading import (
     Claim,
     ScalingRule,
@@ -166,7 +167,7 @@ SCALING_RULES: tuple[ScalingRule, ...] = (
 PRESET = Preset(
     name="icl",
     description="In-context linear regression (Garg et al.) at fixed H = D / r (GPT-2-style model of width D)",
-    figure="icl",
+    figure=ICL,
     scales=at_scales(_icl, (*SCALES, LONG, GPU)),
     paper=(),
     expected={
@@ -182,4 +183,4 @@ PRESET = Preset(
 
 
 PRESETS = (PRESET,)
-"""This module's presets, in the order `experiments.sweeps.presets` lists them."""
+"""This module's presets, in the order `experiments.studies` lists them."""

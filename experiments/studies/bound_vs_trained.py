@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from experiments.analysis.records import Record
+from experiments.figures.sweeps import BOUND_VS_TRAINED
 from experiments.sweeps.grading import (
     Claim,
     Verdict,
@@ -85,7 +86,7 @@ CLAIM = Claim(
 PRESET = Preset(
     name="bound-vs-trained",
     description="One-layer models on Theorem 2's task next to rank_lower_bound",
-    figure="bound-vs-trained",
+    figure=BOUND_VS_TRAINED,
     scales=at_scales(_bound_vs_trained),
     paper=(),
     expected={"quick": "6 runs, ~1-2 min", "cpu": "24 runs, 23 min (measured)", "paper": "63 runs (GPU)"},
@@ -94,4 +95,4 @@ PRESET = Preset(
 
 
 PRESETS = (PRESET,)
-"""This module's presets, in the order `experiments.sweeps.presets` lists them."""
+"""This module's presets, in the order `experiments.studies` lists them."""

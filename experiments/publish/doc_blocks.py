@@ -31,7 +31,7 @@ do not pair (a BEGIN without its END, an END without a BEGIN, a nested BEGIN, na
 unknown kind is refused with one line naming the file and line. The text depends only on the sources (no clock is
 read), so writing twice gives the same bytes, and a test compares every committed doc with what this module writes
 now (tests/experiments/reporting/test_doc_blocks.py). The results index (``results/README.md``'s block between its own
-markers, `experiments.reporting.results_index`) is written by ``attnrank report --index`` and left alone here.
+markers, `experiments.publish.results_index`) is written by ``attnrank report --index`` and left alone here.
 """
 
 from __future__ import annotations
@@ -53,14 +53,15 @@ from experiments.analysis.records import Record
 from experiments.analysis.tightness import tightness_cells
 from experiments.config import EXECUTION_FIELDS, TrainConfig
 from experiments.figures.sweeps import parameter_line
-from experiments.reporting.results_index import SITTING_GAP, committed_stores
+from experiments.publish.results_index import SITTING_GAP, committed_stores
 from experiments.reporting.scaling_report import PAPER_TEMPERATURE, claim_records
-from experiments.reporting.sweep_report import checked_sweeps, sweep_records
-from experiments.sweeps.claims import CLAIMS, SCALING_RULES, judge
+from experiments.reporting.sweep_report import checked_sweeps
+from experiments.studies import CLAIMS, PRESETS, SCALING_RULES, judge
 from experiments.sweeps.grading import Verdict, matches, scaling_rule_at_budget
 from experiments.sweeps.run_specs import spec_from_record
 from experiments.sweeps.scaling_verdicts import scaling_verdict
 from experiments.sweeps.store import ResultsStore
+from experiments.sweeps.store_records import sweep_records
 
 BEGIN_PREFIX = "<!-- BEGIN GENERATED: "
 END_PREFIX = "<!-- END GENERATED: "
@@ -142,7 +143,7 @@ def _sweeps(root: Path, store: str) -> list[tuple[str, str, list[Record]]]:
     """(preset, scale, records) of every sweep of a committed store, read-only."""
     with ResultsStore(_store_path(root, store), readonly=True) as opened:
         sweeps: list[tuple[str, str, list[Record]]] = []
-        for preset, scale in checked_sweeps(opened):
+        for preset, scale in checked_sweeps(opened, PRESETS):
             sweeps.append((preset, scale, list(sweep_records(opened, preset, scale))))
         return sweeps
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from experiments.analysis.records import Record
 from experiments.config import TrainConfig
+from experiments.figures.sweeps import FINITE_SET
 from experiments.sweeps.grading import Claim, Verdict, fmt, graded, not_evaluated
 from experiments.sweeps.preset_kit import Preset, at_scales
 from experiments.sweeps.run_specs import RunSpec
@@ -167,7 +168,7 @@ PRESET = Preset(
         "Training loss and population error against the size of a fixed training set, beside Theorem 2's bound "
         "(one-layer rank-1 theory models on D_2, d = 8)"
     ),
-    figure="finite-set",
+    figure=FINITE_SET,
     scales=at_scales(_finite_set),
     paper=(),
     expected={
@@ -180,4 +181,4 @@ PRESET = Preset(
 
 
 PRESETS = (PRESET,)
-"""This module's presets, in the order `experiments.sweeps.presets` lists them."""
+"""This module's presets, in the order `experiments.studies` lists them."""

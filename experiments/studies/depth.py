@@ -11,8 +11,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from experiments.analysis.records import Record
+from experiments.analysis.records import Record, fresh_error, theory_heads
 from experiments.config import TrainConfig
+from experiments.figures.sweeps import DEPTH
+from experiments.reporting.construction_arms_report import construction_arms_section
 from experiments.sweeps.grading import (
     Claim,
     Verdict,
@@ -122,26 +124,6 @@ def depth_construction_arms(
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def depth_fresh_error(record: Record) -> tuple[float, float] | None:
-    """(mean, standard error) of a finished run's fresh Monte Carlo error, or None: ``theorem2`` for one layer, else
-    the population error of the one recipe (`experiments.training.evaluation`), else the ``error`` /
-    ``error_stderr`` metrics deeper theory runs recorded before that recipe (the committed depth stores)."""
-    if record.get("status") != "finished":
-        return None
-    t = record.get("theorem2")
-    if isinstance(t, Mapping):
-        return float(t["error"]), float(t["error_stderr"])
-    for mean, stderr in (("population_error", "population_stderr"), ("error", "error_stderr")):
-        if isinstance(record.get(mean), (int, float)) and isinstance(record.get(stderr), (int, float)):
-            return float(record[mean]), float(record[stderr])
-    return None
-
-
-def depth_heads(record: Record) -> int:
-    """Heads per layer H = width * (d + positional_dim) / rank of a theory-model record."""
-    return int(record["width"]) * (int(record["d"]) + int(record.get("positional_dim") or 0)) // int(record["rank"])
-
-
 def depth_trained(records: Sequence[Record]) -> Verdict:
     """Theorem 5 in training: trained two-layer rank-1 models (positional scratch) against one layer at equal H.
 
@@ -170,9 +152,9 @@ def depth_trained(records: Sequence[Record]) -> Verdict:
             continue
         if r.get("init") is not None:  # started from a construction: an arm of DEPTH_ARM_TARGET's table, not judged
             continue
-        fresh = depth_fresh_error(r)
+        fresh = fresh_error(r)
         if fresh is not None and math.isfinite(fresh[0]):
-            runs.setdefault((int(r["d"]), int(r["layers"]), depth_heads(r)), []).append(fresh)
+            runs.setdefault((int(r["d"]), int(r["layers"]), theory_heads(r)), []).append(fresh)
     pairs = sorted((d, H) for d, L, H in runs if L == 2 and (d, 1, H) in runs)
     if not pairs:
         return not_evaluated("needs one- and two-layer rank-1 runs at the same d and H")
@@ -231,7 +213,7 @@ CLAIM = Claim(
 PRESET = Preset(
     name="depth",
     description="Theorem 5 in training: two-layer rank-1 models with positional scratch vs one layer and the bounds",
-    figure="depth",
+    figure=DEPTH,
     scales=at_scales(_depth),
     paper=(),
     expected={
@@ -240,8 +222,9 @@ PRESET = Preset(
         "paper": "145 runs x 20k steps",
     },
     rule=CLAIM,
+    report_sections=(construction_arms_section(DEPTH_ARM_TARGET),),
 )
 
 
 PRESETS = (PRESET,)
-"""This module's presets, in the order `experiments.sweeps.presets` lists them."""
+"""This module's presets, in the order `experiments.studies` lists them."""

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 
 from experiments.analysis.records import Record
 from experiments.config import TrainConfig
+from experiments.figures.tightness import TIGHTNESS
+from experiments.reporting.tightness_report import TIGHTNESS_BANDS
 from experiments.sweeps.grading import (
     Claim,
     Verdict,
@@ -203,7 +205,7 @@ CLAIM = Claim(
 PRESET = Preset(
     name="tightness",
     description="How tight is Theorem 2: the certified bound vs the best one-layer rank-r attention found",
-    figure="tightness",
+    figure=TIGHTNESS,
     scales=at_scales(_tightness),
     paper=(),
     expected={
@@ -212,9 +214,9 @@ PRESET = Preset(
         "paper": "GPU",
     },
     rule=CLAIM,
-    report_sections=("tightness-bands",),
+    report_sections=(TIGHTNESS_BANDS,),
 )
 
 
 PRESETS = (PRESET,)
-"""This module's presets, in the order `experiments.sweeps.presets` lists them."""
+"""This module's presets, in the order `experiments.studies` lists them."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from experiments.analysis.records import Record
+from experiments.figures.sweeps import CONJECTURE6
 from experiments.sweeps.grading import (
     Claim,
     ScalingRule,
@@ -109,7 +110,7 @@ def conjecture6_grows_with_n(records: Sequence[Record]) -> Verdict:
     """Conjecture 6 (evidence only): with depth, the rank-1 loss still grows with N while full rank stays below it.
 
     Rule (stated in advance): the same as varying N's
-    (`experiments.sweeps.studies.fig_n.error_grows_with_n`), on the nearest-neighbour runs (gap widens for
+    (`experiments.studies.fig_n.error_grows_with_n`), on the nearest-neighbour runs (gap widens for
     ``direction``; monotone gap and r = 1 at least :data:`CONJECTURE6_MAGNITUDE_RATIO` (5x) full rank at the largest
     N for ``magnitude``). The paper states the conjecture without numbers, so the 5x is ours, borrowed from varying N.
     """
@@ -161,7 +162,7 @@ SCALING_RULES: tuple[ScalingRule, ...] = (
 PRESET = Preset(
     name="conjecture6",
     description="Conjecture 6: deep low-rank models as N grows (nearest neighbour)",
-    figure="conjecture6",
+    figure=CONJECTURE6,
     scales=at_scales(_conjecture6, (*SCALES, LONG, GPU)),
     paper=(),
     expected={
@@ -178,4 +179,4 @@ PRESET = Preset(
 
 
 PRESETS = (PRESET,)
-"""This module's presets, in the order `experiments.sweeps.presets` lists them."""
+"""This module's presets, in the order `experiments.studies` lists them."""

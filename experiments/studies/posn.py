@@ -11,6 +11,7 @@ from typing import Any
 
 from experiments.analysis.records import Record
 from experiments.config import TrainConfig
+from experiments.figures.sweeps import POSN
 from experiments.sweeps.grading import (
     Claim,
     ScalingRule,
@@ -217,7 +218,7 @@ SCALING_RULES: tuple[ScalingRule, ...] = (
 PRESET = Preset(
     name="posn",
     description="Appendix: positional encodings (none / additive / concatenated)",
-    figure="posn",
+    figure=POSN,
     scales=at_scales(_posn, (*SCALES, LONG, GPU)),
     paper=PAPER_NUMBERS,
     expected={
@@ -233,4 +234,4 @@ PRESET = Preset(
 
 
 PRESETS = (PRESET,)
-"""This module's presets, in the order `experiments.sweeps.presets` lists them."""
+"""This module's presets, in the order `experiments.studies` lists them."""

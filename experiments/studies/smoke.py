@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from experiments.figures.sweeps import FIG1
 from experiments.sweeps.preset_kit import (
     FARTHEST,
     Preset,
@@ -29,7 +30,7 @@ def _smoke(scale: str) -> list[RunSpec]:
 PRESET = Preset(
     name="smoke",
     description="Plumbing test: six tiny runs of a few seconds each",
-    figure="fig1",
+    figure=FIG1,
     scales=at_scales(_smoke, ("quick",)),
     paper=(),
     claim="none (tests the sweep machinery)",
@@ -38,4 +39,4 @@ PRESET = Preset(
 
 
 PRESETS = (PRESET,)
-"""This module's presets, in the order `experiments.sweeps.presets` lists them."""
+"""This module's presets, in the order `experiments.studies` lists them."""

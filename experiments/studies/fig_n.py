@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from experiments.analysis.records import Record
+from experiments.figures.sweeps import FIG_N
 from experiments.sweeps.grading import (
     Claim,
     Verdict,
@@ -137,7 +138,7 @@ CLAIM = Claim(
 PRESET = Preset(
     name="figN",
     description="Appendix: varying the context length N",
-    figure="figN",
+    figure=FIG_N,
     scales=at_scales(_figN, (*SCALES, LONG)),
     paper=PAPER_NUMBERS,
     expected={
@@ -151,4 +152,4 @@ PRESET = Preset(
 
 
 PRESETS = (PRESET,)
-"""This module's presets, in the order `experiments.sweeps.presets` lists them."""
+"""This module's presets, in the order `experiments.studies` lists them."""

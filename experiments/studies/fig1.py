@@ -21,6 +21,8 @@ from typing import Any
 
 from experiments.analysis.records import Record
 from experiments.config import TrainConfig
+from experiments.figures.sweeps import FIG1
+from experiments.reporting.curve_sections import CURVE_PROJECTIONS, DEPTH_LADDER, TRAINING_VS_POPULATION
 from experiments.sweeps.grading import (
     Claim,
     ScalingRule,
@@ -407,7 +409,7 @@ SCALING_RULES: tuple[ScalingRule, ...] = (
 PRESET = Preset(
     name="fig1",
     description="Figure 1: farthest-point task, rank x width x depth x seeds",
-    figure="fig1",
+    figure=FIG1,
     scales=at_scales(_fig1, (*SCALES, LONG, GPU)),
     paper=PAPER_NUMBERS,
     expected={
@@ -427,7 +429,7 @@ D64_PRESET = Preset(
     description=(
         "Figure 1's deep columns at the paper's size (d = 64, N = 16) with its schedule, and a depth ladder in d"
     ),
-    figure="fig1",
+    figure=FIG1,
     scales=at_scales(_fig1_d64),
     paper=tuple(p for p in PAPER_NUMBERS if p.where.get("width") == 1 and p.where.get("rank_class") != "low"),
     expected={
@@ -437,7 +439,7 @@ D64_PRESET = Preset(
         "paper": "8 runs x 100k steps, each extending its cpu prefix",
     },
     rule=D64_CLAIM,
-    report_sections=("curve-projections", "depth-ladder"),
+    report_sections=(CURVE_PROJECTIONS, DEPTH_LADDER),
 )
 
 
@@ -447,7 +449,7 @@ REPLAY_PRESET = Preset(
         "fig1-d64's deciding cells in the paper's data regime: one fixed set of 100 reference-sampler batches replayed "
         "every epoch, training loss and population error"
     ),
-    figure="fig1",
+    figure=FIG1,
     scales=at_scales(_fig1_d64_replay),
     paper=tuple(p for p in PAPER_NUMBERS if p.where.get("width") == 1 and p.where.get("rank_class") != "low"),
     expected={
@@ -457,9 +459,9 @@ REPLAY_PRESET = Preset(
         "paper": "4 runs x 100k steps, each extending its cpu prefix",
     },
     rule=D64_CLAIM,
-    report_sections=("curve-projections", "training-vs-population"),
+    report_sections=(CURVE_PROJECTIONS, TRAINING_VS_POPULATION),
 )
 
 
 PRESETS = (PRESET, D64_PRESET, REPLAY_PRESET)
-"""This module's presets, in the order `experiments.sweeps.presets` lists them."""
+"""This module's presets, in the order `experiments.studies` lists them."""

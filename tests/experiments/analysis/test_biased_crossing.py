@@ -1,21 +1,17 @@
-"""experiments/figures/biased_crossing.py: the reach rule, the grids, the trained config and the command's errors."""
+"""experiments/analysis/biased_crossing.py: the reach rule, the grids and the trained config."""
 
 from __future__ import annotations
 
-import csv
 import math
-from pathlib import Path
 
 import pytest
 
-from experiments.figures.biased_crossing import (
+from experiments.analysis.biased_crossing import (
     CrossingRow,
     construction_heads,
     crossing_ranks,
     level_status,
-    main,
     reach_table,
-    read_rows,
     trained_config,
     trained_heads,
 )
@@ -76,40 +72,3 @@ def test_grids_and_ranks() -> None:
                 assert config.heads == H and config.rank == r and config.task == "biased"
     with pytest.raises(ValueError, match="multiple of d"):
         trained_config(6, 4, 5, 0, 10, 8)
-
-
-@pytest.mark.parametrize(
-    "argv, needle",
-    [
-        (["--dims", "1"], "--dims"),
-        (["--dims", "4,x"], "comma-separated"),
-        (["--steps", "0"], "--steps"),
-        (["--max-heads-factor", "3"], "power of 2"),
-        (["--no-train", "--no-construct"], "nothing to measure"),
-        (["--seeds", "-1"], "--seeds"),
-    ],
-)
-def test_bad_arguments_are_one_line_exit_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
-) -> None:
-    with pytest.raises(SystemExit) as stop:
-        main(["--out", str(tmp_path / "out"), *argv])
-    assert stop.value.code == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and needle in err
-
-
-def test_tiny_end_to_end(tmp_path: Path) -> None:
-    """d = 2 (M = 9): the construction is exact at H = M; every file is written; trained rows for both ranks."""
-    out = tmp_path / "out"
-    argv = ["--out", str(out), "--dims", "2", "--seeds", "0", "--steps", "4", "--batch-size", "16"]
-    argv += ["--max-heads-factor", "1", "--eval-samples", "200", "--fit-samples", "2000", "--heldout-samples", "500"]
-    assert main([*argv, "--planes", "1"]) == 0
-    with open(out / "biased_crossing.csv", newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    exact = [r for r in rows if r["family"] == "construction" and r["H"] == "9"]
-    assert len(exact) == 1 and float(exact[0]["error"]) < 1e-9
-    assert {(r["r"], r["H"]) for r in rows if r["family"] == "trained"} == {("2", "2"), ("1", "2")}
-    again = read_rows(out / "biased_crossing.csv")
-    assert len(again) == len(rows) and again[0].family == rows[0]["family"] and again[-1].H == int(rows[-1]["H"])
-    assert (out / "biased_crossing_reach.csv").stat().st_size > 0 and (out / "biased_crossing.png").stat().st_size > 0

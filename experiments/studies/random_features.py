@@ -8,7 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from experiments.analysis.records import Record
+from experiments.figures.sweeps import random_features_figure
 from experiments.sweeps.grading import (
+    CELL_ABSOLUTE,
+    ERROR_CELLS,
     Claim,
     Verdict,
     fmt,
@@ -60,7 +63,7 @@ def _random_features(scale: str) -> list[RunSpec]:
 RANDOM_FEATURES_FLOOR = 0.1
 """random-features: the error at the largest H must stay above this for ``direction`` (it plateaus, never reaches 0)."""
 
-RANDOM_FEATURES_TOLERANCE = 0.03
+RANDOM_FEATURES_TOLERANCE = CELL_ABSOLUTE
 """random-features: ``magnitude`` needs the mean error at the largest H within this (plus the spread over draws) of
 the paper's plateau (docs/paper.md section 7: "near" means within 0.03 plus the spread over draws)."""
 
@@ -125,13 +128,14 @@ CLAIM = Claim(
 PRESET = Preset(
     name="random-features",
     description="Appendix: random rank-1 heads with optimal output weights (no training)",
-    figure="random-features",
+    figure=random_features_figure(paper_plateau),
     scales=at_scales(_random_features),
     paper=PAPER_NUMBERS,
+    cell_rule=ERROR_CELLS,
     expected={"quick": "4 solves, seconds", "cpu": "12 solves, minutes", "paper": "20 solves at H = 2^14"},
     rule=CLAIM,
 )
 
 
 PRESETS = (PRESET,)
-"""This module's presets, in the order `experiments.sweeps.presets` lists them."""
+"""This module's presets, in the order `experiments.studies` lists them."""
