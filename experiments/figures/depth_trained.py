@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments.analysis.records import Record, fresh_error, theory_heads
+from experiments.sweeps.preset_kit import Figure
 from theory.bounds import rank_lower_bound
 from theory.majority_vote_error import majority_vote_error
 from theory.monte_carlo import DEFAULT_Z
@@ -101,3 +102,7 @@ def plot_depth_trained(records: Sequence[Record], path: Path, title: str) -> Pat
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+DEPTH = Figure("depth", plot_depth_trained)
+"""The figure as the depth preset holds it."""

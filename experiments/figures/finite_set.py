@@ -12,6 +12,8 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 
+from experiments.sweeps.preset_kit import Figure
+
 Record = Mapping[str, Any]
 
 
@@ -63,3 +65,7 @@ def plot_finite_set(records: Sequence[Record], path: Path, title: str) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+FINITE_SET = Figure("finite-set", plot_finite_set)
+"""The figure as the finite-set preset holds it."""

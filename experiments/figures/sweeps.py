@@ -31,8 +31,6 @@ from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from experiments.analysis.records import Record
-from experiments.figures.depth_trained import plot_depth_trained
-from experiments.figures.finite_set import plot_finite_set
 from experiments.figures.trained import plot_trained_vs_bound
 from experiments.sweeps.grading import seed_spread
 from experiments.sweeps.preset_kit import Figure, PaperNumber
@@ -431,10 +429,9 @@ POSN = Figure("posn", plot_positional, takes_paper=True)
 ICL = Figure("icl", plot_icl)
 BOUND_VS_TRAINED = Figure("bound-vs-trained", plot_bound_vs_trained)
 CONJECTURE6 = Figure("conjecture6", plot_vs_context)
-DEPTH = Figure("depth", plot_depth_trained)
-FINITE_SET = Figure("finite-set", plot_finite_set)
-"""The sweep figures as the presets hold them (`experiments.sweeps.preset_kit.Figure`; random features builds its
-own, `random_features_figure`, with its paper plateaus)."""
+"""The sweep figures drawn here, as the presets hold them (`experiments.sweeps.preset_kit.Figure`; random features
+builds its own, `random_features_figure`, with its paper plateaus). A figure drawn in a module of its own declares its
+`Figure` there (`experiments.figures.depth_trained.DEPTH`, `experiments.figures.finite_set.FINITE_SET`)."""
 
 
 def random_features_figure(plateau: Callable[[int], float]) -> Figure:

@@ -3,12 +3,13 @@ shows, the paper's numbers, its grids per scale, its claim, its scaling rules an
 its figure, report sections and cell rule as objects (`experiments.sweeps.preset_kit.Preset`).
 
 A new figure is one new module here (see docs/architecture.md, "Where does a new figure go") plus one line in
-:data:`STUDY_MODULES`. This room sits above reporting and figures (the layers of pyproject.toml): a study module
+:data:`STUDY_NAMES`. This room sits above reporting and figures (the layers of pyproject.toml): a study module
 composes the shared machinery (`experiments.sweeps.preset_kit`, `experiments.sweeps.grading`,
 `experiments.sweeps.run_specs`), drawing functions (`experiments.figures`) and report sections
-(`experiments.reporting`), never another study module (the independence contract of pyproject.toml, which names
-them ``experiments.studies.*``; a test checks that every module file here is in :data:`STUDY_MODULES`). The layers below never look a preset up by name: the command line and the public API resolve
-names here (:func:`get_preset`) and pass the preset objects down.
+(`experiments.reporting`), never another study module (the independence contract of pyproject.toml names them
+``experiments.studies.*``; a test checks that every module file here is registered). The layers below never look a
+preset up by name: the command line and the public API resolve names here (:func:`get_preset`) and pass the preset
+objects down.
 
 The registry: :data:`PRESETS` (name -> preset) and :func:`get_preset`; each preset's claim and scaling rules by name
 (:data:`CLAIMS`, :data:`SCALING_RULES`, :func:`judge`: the single place a sweep's claim is judged, so a claim is never
@@ -17,46 +18,37 @@ judged two ways).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from experiments.analysis.records import Record
-from experiments.studies import (
-    bound_vs_trained,
-    conjecture6,
-    depth,
-    fig1,
-    fig_d,
-    fig_n,
-    finite_set,
-    icl,
-    posn,
-    random_features,
-    smoke,
-    tightness,
-)
 from experiments.sweeps import runner
 from experiments.sweeps.grading import Claim, ScalingRule, Verdict
 from experiments.sweeps.preset_kit import Preset
 from theory.validation import check_choice
 
-STUDY_MODULES: tuple[ModuleType, ...] = (
-    fig1,
-    fig_n,
-    fig_d,
-    posn,
-    random_features,
-    icl,
-    bound_vs_trained,
-    finite_set,
-    conjecture6,
-    depth,
-    tightness,
-    smoke,
+STUDY_NAMES = (
+    "fig1",
+    "fig_n",
+    "fig_d",
+    "posn",
+    "random_features",
+    "icl",
+    "bound_vs_trained",
+    "finite_set",
+    "conjecture6",
+    "depth",
+    "tightness",
+    "smoke",
 )
-"""Every figure and study module, in the order the presets are listed (`attnrank sweep --help`, reports)."""
+"""The registry: every figure and study module of this package by name, in the order the presets are listed
+(`attnrank sweep --help`, reports). A new study is its module plus one name here."""
+
+STUDY_MODULES: tuple[ModuleType, ...] = tuple(importlib.import_module(f"{__name__}.{name}") for name in STUDY_NAMES)
+"""The modules of :data:`STUDY_NAMES`, imported, in order."""
 
 
 def registered_presets() -> tuple[Preset, ...]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from experiments.analysis.records import Record, fresh_error, theory_heads
 from experiments.config import TrainConfig
-from experiments.figures.sweeps import DEPTH
+from experiments.figures.depth_trained import DEPTH
 from experiments.reporting.construction_arms_report import construction_arms_section
 from experiments.sweeps.grading import (
     Claim,

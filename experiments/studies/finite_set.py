@@ -17,7 +17,7 @@ from typing import Any
 
 from experiments.analysis.records import Record
 from experiments.config import TrainConfig
-from experiments.figures.sweeps import FINITE_SET
+from experiments.figures.finite_set import FINITE_SET
 from experiments.sweeps.grading import Claim, Verdict, fmt, graded, not_evaluated
 from experiments.sweeps.preset_kit import Preset, at_scales
 from experiments.sweeps.run_specs import RunSpec

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.figures.depth_trained import depth_series, plot_depth_trained
-from experiments.figures.sweeps import DEPTH
+from experiments.figures.depth_trained import DEPTH, depth_series, plot_depth_trained
 from experiments.studies import get_preset
 
 
