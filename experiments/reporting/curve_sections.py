@@ -191,7 +191,7 @@ def population_section(
         "",
         "The training loss is the epoch mean on the batches the run trained on (its fixed set, when it replays one: "
         "the paper's metric); the population error is the mean error on held-out samples no training set uses "
-        "(`experiments.training.population`), the quantity the theorems bound. The gap is population error minus the "
+        "(`experiments.training.evaluation`), the quantity the theorems bound. The gap is population error minus the "
         "last epoch's training loss: near 0 on fresh batches, positive where a run has fitted its set (slightly "
         "negative early in training, where the epoch mean averages models worse than the epoch's last).",
         "",
