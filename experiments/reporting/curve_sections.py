@@ -70,6 +70,17 @@ def _paper_value(preset: Preset, where: dict[str, Any]) -> float | None:
     return None
 
 
+def _deep_column_markers(preset: Preset) -> list[tuple[str, float]]:
+    """The paper's width-1 numbers at L = 1 and 3, half and full rank, as (label, value) markers for a curve figure."""
+    markers = []
+    for layers in (1, 3):
+        for cls, name in (("half", "r=d/2"), ("full", "full rank")):
+            value = _paper_value(preset, {"layers": layers, "rank_class": cls, "width": 1})
+            if value is not None:
+                markers.append((f"L={layers} {name} {value:g}", value))
+    return markers
+
+
 def projection_section(
     preset: Preset, records: Sequence[Record], out: Path, scale: str
 ) -> tuple[list[str], list[Path]]:
@@ -120,12 +131,7 @@ def projection_section(
         lines += [f"(Curves recovered by re-running the runs, {CURVES_NAME}: {source}.)", ""]
     if not drawn:
         return lines, []
-    paper = []
-    for layers in (1, 3):
-        for cls, name in (("half", "r=d/2"), ("full", "full rank")):
-            value = _paper_value(preset, {"layers": layers, "rank_class": cls, "width": 1})
-            if value is not None:
-                paper.append((f"L={layers} {name} {value:g}", value))
+    paper = _deep_column_markers(preset)
     name = f"{preset.name}-{scale}-curves.png"
     path = plot_prefix_curves(drawn, paper, warmup, end, out / name, f"{preset.name} ({scale}): d = {top_d} curves")
     return [*lines, f"![{preset.name} {scale} curves]({name})", "", f"Figure: [{name}]({name}).", ""], [path]
@@ -225,12 +231,7 @@ def population_section(
     lines.append("")
     if not drawn:
         return lines, []
-    paper = []
-    for layers in (1, 3):
-        for cls, name in (("half", "r=d/2"), ("full", "full rank")):
-            value = _paper_value(preset, {"layers": layers, "rank_class": cls, "width": 1})
-            if value is not None:
-                paper.append((f"L={layers} {name} {value:g}", value))
+    paper = _deep_column_markers(preset)
     name = f"{preset.name}-{scale}-population.png"
     title = f"{preset.name} ({scale}): training loss and population error"
     path = plot_training_vs_population(drawn, paper, out / name, title)

@@ -8,10 +8,9 @@ module of `experiments.figures`, which only draws. Use `attnrank figure NAME --h
 from __future__ import annotations
 
 import argparse
-import importlib
-import pkgutil
 
 from experiments.cli import figure_kinds
+from experiments.cli.kinds import add_kind_parsers
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -21,8 +20,4 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Compute one standalone study (not a sweep) and write its tables (CSV or JSON) and figure (PNG) "
         "under --out. Use `attnrank figure NAME --help` for each study's options.",
     )
-    kinds = parser.add_subparsers(dest="figure", metavar="NAME")
-    kinds.required = True
-    for module_info in sorted(pkgutil.iter_modules(figure_kinds.__path__), key=lambda m: m.name):
-        if not module_info.name.startswith("_"):
-            importlib.import_module(f"{figure_kinds.__name__}.{module_info.name}").add_parser(kinds)
+    add_kind_parsers(parser, figure_kinds, dest="figure", metavar="NAME")
