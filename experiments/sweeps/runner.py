@@ -26,6 +26,7 @@ from typing import Any
 from experiments.analysis.run_curves import collect_curves
 from experiments.packing import PACK_VARYING_FIELDS, SEED_FIELDS
 from experiments.sweeps.backends import run_tasks
+from experiments.sweeps.extensions import seed_extensions
 from experiments.sweeps.grouping import group_into_packs
 from experiments.sweeps.preflight import SweepRequest, check_sweep_request, resolve_runs
 from experiments.sweeps.preset_kit import Preset
@@ -187,7 +188,9 @@ def run_sweep(
             aside), then run what is left.
 
     Returns:
-        summary: preset, scale, runs, skipped (already done), finished, diverged, failed (this call), seconds,
+        summary: preset, scale, runs, skipped (already done), extended (runs of this call that went on from a
+        finished shorter run's checkpoint, `experiments.sweeps.extensions`), finished, diverged, failed (this call),
+        seconds,
         runs_per_second (runs executed by this call per wall second), store; with ``rebuild`` also restored and
         moved_aside.
     """
@@ -219,6 +222,7 @@ def execute_sweep(request: SweepRequest) -> dict[str, Any]:
         store.register(preset, scale, entries)
         done = store.done_keys()
         tasks = [RunTask(key, kind, spec, str(out / RUNS_DIR / key)) for key, kind, spec in entries if key not in done]
+        extended = seed_extensions(tasks, out / RUNS_DIR)  # a longer run of a finished one goes on from its checkpoint
         bar = Progress(
             len(entries),
             initial=len(entries) - len(tasks),
@@ -253,6 +257,7 @@ def execute_sweep(request: SweepRequest) -> dict[str, Any]:
         "scale": scale,
         "runs": len(entries),
         "skipped": len(entries) - executed,
+        "extended": len(extended),
         **counts,
         "seconds": seconds,
         "runs_per_second": executed / seconds if seconds > 0 else float("nan"),
