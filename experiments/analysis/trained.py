@@ -233,15 +233,34 @@ def analyze_run(out_dir: Path, samples: int = EVALUATION_SAMPLES) -> dict[str, A
     return report
 
 
+THEOREM2_FIELDS = {"d": int, "r": int, "H": int, "error": float, "error_stderr": float}
+"""The fields of an analysis's "theorem2" record that the trained-vs-bound figure reads, with their types."""
+
+
 def records_from_runs(run_dirs: Iterable[Path]) -> list[dict[str, Any]]:
-    """The "theorem2" records of analysed run directories (run `attnrank analyze DIR` first)."""
+    """The "theorem2" records of analysed run directories (run `attnrank analyze DIR` first), each checked: an
+    object whose d, r, H are integers >= 1 and whose error and error_stderr are finite and >= 0 (ValueError naming
+    the file and the field)."""
     records = []
     for run_dir in run_dirs:
-        path = RunDirectory(Path(run_dir)).analysis
-        if not path.exists():
-            raise ValueError(f"{path} not found; run `attnrank analyze {run_dir}` first")
-        report = json.loads(path.read_text(encoding="utf-8"))
+        files = RunDirectory(Path(run_dir))
+        report = files.read_analysis()
+        if report is None:
+            raise ValueError(f"{files.analysis} not found; run `attnrank analyze {run_dir}` first")
         if "theorem2" not in report:
-            raise ValueError(f"{path}: the run is not on Theorem 2's task (nearest, N = 2, orthonormal keys, 1 layer)")
-        records.append(report["theorem2"])
+            raise ValueError(
+                f"{files.analysis}: no field theorem2: the run is not on Theorem 2's task (nearest, N = 2, "
+                "orthonormal keys, 1 layer)"
+            )
+        record = report["theorem2"]
+        if not isinstance(record, dict):
+            raise ValueError(f"{files.analysis}: field theorem2 must be a JSON object, got {type(record).__name__}")
+        for name, kind in THEOREM2_FIELDS.items():
+            value = record.get(name)
+            number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+            if kind is int and not (isinstance(value, int) and number >= 1):
+                raise ValueError(f"{files.analysis}: field theorem2.{name} must be an integer >= 1, got {value!r}")
+            if kind is float and not (math.isfinite(number) and number >= 0):
+                raise ValueError(f"{files.analysis}: field theorem2.{name} must be a finite number >= 0, got {value!r}")
+        records.append(record)
     return records

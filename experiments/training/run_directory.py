@@ -9,7 +9,7 @@ A run directory (``attnrank train --out DIR``, a sweep's ``runs/<hash>/``, ``att
   :meth:`write_metrics`);
 - ``checkpoint.pt``: the latest checkpoint (`training.checkpoints`, which verifies it when read);
 - ``result.json``: the finished run's `TrainResult` (or a solved random-feature / least-squares spec's metrics);
-- ``evaluation.json``: the trained model's evaluation by the one recipe (`analysis.evaluation.evaluate_trained`:
+- ``evaluation.json``: the trained model's evaluation by the one recipe (`training.evaluation.evaluate_trained`:
   population error, and Theorem 2's bound where it applies), so a store rebuilt from run directories recovers it;
 - ``import.json``: the provenance of an imported run (`training.imported_run`), with the precision of its weights;
 - ``analysis.json``: ``attnrank analyze``'s report;
@@ -165,6 +165,12 @@ class RunDirectory:
     def write_evaluation(self, evaluation: Mapping[str, Any]) -> None:
         """Write evaluation.json, atomically."""
         write_json(self.evaluation, dict(evaluation))
+
+    # ------------------------------------------------------------------------------------------- analysis.json
+    def read_analysis(self) -> dict[str, Any] | None:
+        """analysis.json as a JSON object, or None when the run has not been analysed (ValueError naming a damaged
+        file); its fields are checked by whoever reads them."""
+        return _read_json_object(self.analysis) if self.analysis.is_file() else None
 
     # --------------------------------------------------------------------------------------------- import.json
     def read_import_record(self) -> dict[str, Any] | None:

@@ -97,3 +97,36 @@ def test_depth_quick_writes_tables_and_figures(tmp_path: Path, capsys: pytest.Ca
     assert [row["N"] for row in tables["needed"]] == [2, 4, 8]
     assert (out / "theorem5_heads.png").stat().st_size > 0 and (out / "conjecture6_scaling.png").stat().st_size > 0
     assert "fitted exponent" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "analysis, needle",
+    [
+        ("[1, 2]", "must hold a JSON object"),
+        ("\xff", "not a readable JSON file"),
+        ('{"layers": []}', "no field theorem2"),
+        ('{"theorem2": [1]}', "field theorem2 must be a JSON object"),
+        ('{"theorem2": {"d": 4}}', "field theorem2.r"),
+        ('{"theorem2": {"d": true, "r": 1, "H": 2, "error": 0.3, "error_stderr": 0.01}}', "field theorem2.d"),
+        ('{"theorem2": {"d": 4, "r": 1, "H": 2, "error": NaN, "error_stderr": 0.01}}', "field theorem2.error"),
+        ('{"theorem2": {"d": 4, "r": 1, "H": 2, "error": "x", "error_stderr": 0.01}}', "field theorem2.error"),
+    ],
+)
+def test_a_damaged_analysis_is_one_line_naming_the_file_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], analysis: str, needle: str
+) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "analysis.json").write_bytes(analysis.encode("latin-1"))
+    err = refusal(["figure", "trained", str(run), "--out", str(tmp_path / "f.png")], capsys)
+    assert "analysis.json" in err and needle in err, err
+    assert not (tmp_path / "f.png").exists()
+
+
+def test_trained_draws_a_checked_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Positive control for the cases above: a well-formed record is drawn."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "analysis.json").write_text('{"theorem2": {"d": 4, "r": 1, "H": 2, "error": 0.3, "error_stderr": 0.01}}')
+    assert main(["figure", "trained", str(run), "--out", str(tmp_path / "f.png")]) == 0
+    assert (tmp_path / "f.png").stat().st_size > 0

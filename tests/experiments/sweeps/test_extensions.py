@@ -1,5 +1,6 @@
-"""A sweep run that extends a finished run of the same sweep goes on from its checkpoint (experiments.sweeps.extensions):
-the same curve, bitwise, as the longer run trained from scratch, and the shorter run left as it was."""
+"""A sweep run that extends a finished run of the same sweep goes on from its checkpoint
+(experiments.sweeps.extensions): the same curve, bitwise, as the longer run trained from scratch, and the shorter run
+left as it was."""
 
 from __future__ import annotations
 
