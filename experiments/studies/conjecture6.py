@@ -36,8 +36,8 @@ from experiments.sweeps.run_specs import RunSpec
 
 
 GPU_STEPS = 1_500
-"""Steps of the gpu scale: ~80 s of one H200 at the 53 ms per step (L = 5, r = 1, N = 32) measured there
-(preset_kit's note)."""
+"""Steps of the gpu scale: ~80 s of one H200 at the step cost of the L = 5, r = 1, N = 32 runs measured there
+(preset_kit's note; results/gpu-2026-12-04/README.md, conjecture6 rows)."""
 
 
 def _conjecture6(scale: str) -> list[RunSpec]:

@@ -238,10 +238,10 @@ TEMPERATURE_CONTROL_STEPS = 10_000
 
 # The gpu scale (`GPU`): each multi-layer preset's deciding cells at the paper's sizes with a preset's own step count
 # (its module's GPU_STEPS): what about 80 s of one H200 trains for the preset's slowest deciding cell, at the step
-# costs measured on one on 2026-12-04 (results/gpu-2026-12-04/README.md; eight processes sharing the GPU): fig1 L = 3
-# 17-19 ms per step, posn 41 ms, conjecture6 (L = 5, r = 1, N = 32) 53 ms, icl (12 layers, r = 1) 190 ms. These costs
-# are mostly overhead, not arithmetic (icl's step is ~0.3 TFLOP: ~6 ms at the H200's fp32 rate; fig1's far less), so
-# the counts make a plumbing and throughput check more than a test of the claims. The paper trains 100k (fig1), 200k
+# costs measured on one on 2026-12-04 (the per-step table of results/gpu-2026-12-04/README.md; eight processes sharing
+# the GPU; icl's step is the slowest, fig1's the fastest). These costs are mostly overhead, not arithmetic (icl's step
+# is ~0.3 TFLOP: ~6 ms at the H200's fp32 rate; fig1's far less), so the counts make a plumbing and throughput check
+# more than a test of the claims. The paper trains 100k (fig1), 200k
 # (posn), 100k (conjecture6) and 500k (icl) steps; the long scale (docs/scaling.md) measures what budgets do on the CPU.
 
 

@@ -42,10 +42,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "best loss (lowest epoch-mean training loss, the paper's metric). Progress goes to stderr: a bar on a "
         "terminal, else a line (step, loss, steps/s, ETA) every --progress-interval seconds. --eval-only trains "
         "nothing: it prints the Monte Carlo error of the starting model (the --init file, or the seed's "
-        "initialisation; the checkpoint's model if --out holds one) and writes nothing. Time on 2 CPU cores "
-        "(measured): about 50 ms per step for the default encoder at d 16, N 8, FFN 2048, batch 256 (2000 steps: ~1.6"
-        " minutes); it grows about linearly with batch x N and with the FFN and attention widths (d 64, c 64: several"
-        " seconds per step; see docs/models.md).",
+        "initialisation; the checkpoint's model if --out holds one) and writes nothing. The time per step (printed on "
+        "stderr as the run goes) grows about linearly with batch x N and with the FFN and attention widths "
+        "(docs/models.md).",
     )
     d = _DEFAULTS
     # Choices are validated by TrainConfig (not argparse), so a bad value is one line and exit status 2.

@@ -1,4 +1,4 @@
-"""The depth preset's claim predicate (`experiments.studies.depth_trained`) on synthetic records."""
+"""The depth preset's claim predicate (`experiments.studies.depth.depth_trained`) on synthetic records."""
 
 from __future__ import annotations
 
