@@ -25,6 +25,8 @@ leaving every other byte of the doc as it is. NAME is a kind and its arguments j
   (``benchmarks/results/random_features_curve_2026-12-02.json``): times, speed-up and the curve;
 - ``bench-attention:DATE``: a recorded run of ``benchmarks/bench_attention.py``
   (``benchmarks/results/bench_attention_DATE.json``): every row's step times, speed-ups and matmul fractions.
+- ``regime-control:STORE:CONTROL``: each run of STORE (a fixed training set) beside the same cell of CONTROL (fresh
+  batches) at STORE's last population measurement: training loss, population error, the control's loss there.
 
 Rewriting is all or nothing: every block of every doc is computed before a file is written, and a doc whose markers
 do not pair (a BEGIN without its END, an END without a BEGIN, a nested BEGIN, names that differ) or that names an
@@ -50,6 +52,7 @@ from typing import Any
 
 from experiments.analysis.compute_scaling import PowerLawFit, floor_text
 from experiments.analysis.records import Record
+from experiments.analysis.run_curves import Curve, run_curve
 from experiments.analysis.tightness import tightness_cells
 from experiments.config import EXECUTION_FIELDS, TrainConfig
 from experiments.figures.sweeps import parameter_line
@@ -59,9 +62,11 @@ from experiments.reporting.sweep_report import checked_sweeps
 from experiments.studies import CLAIMS, PRESETS, SCALING_RULES, judge
 from experiments.sweeps.grading import Verdict, matches, scaling_rule_at_budget
 from experiments.sweeps.run_specs import spec_from_record
+from experiments.sweeps.runner import RUNS_DIR
 from experiments.sweeps.scaling_verdicts import scaling_verdict
 from experiments.sweeps.store import ResultsStore
 from experiments.sweeps.store_records import sweep_records
+from experiments.training.evaluation import CURVE_SAMPLES
 
 BEGIN_PREFIX = "<!-- BEGIN GENERATED: "
 END_PREFIX = "<!-- END GENERATED: "
@@ -607,6 +612,67 @@ def bench_attention(root: Path, date: str) -> list[str]:
     return lines
 
 
+REGIME_FIELDS = frozenset({"train_batches", "sampler", "data_seed"})
+"""Config fields that say how a run's data was drawn; ``regime-control`` matches cells across regimes without them."""
+
+
+def _regime_cells(root: Path, store: str) -> list[tuple[tuple[str, ...], Record, Curve | None, Curve | None]]:
+    """(cell key, record, loss curve, population curve) of every training run of a committed store; the cell key is
+    every field that tells two runs apart except the seeds and the data regime."""
+    runs_dir = root / "results" / store / RUNS_DIR
+    out = []
+    for _, _, records in _sweeps(root, store):
+        for record, config in _cell_configs(records):
+            key = tuple(f"{k}={_shown(config[k])}" for k in sorted(config) if k not in NOT_A_CELL_FIELD | REGIME_FIELDS)
+            loss, _, _ = run_curve(runs_dir, str(record["hash"]))
+            population, _, _ = run_curve(runs_dir, str(record["hash"]), "population")
+            out.append((key, record, loss, population))
+    return out
+
+
+def _at_step(curve: Curve | None, step: int) -> float | None:
+    """The curve's value at ``step`` (its epoch that ends there), or None when the curve has no such point."""
+    return next((value for at, value in curve or () if at == step), None)
+
+
+def regime_control(root: Path, store: str, control: str) -> list[str]:
+    """``regime-control:STORE:CONTROL``: each run of STORE beside the runs of the same cell in CONTROL (the same
+    configuration but for the seeds and the data regime), compared at STORE's last population measurement: the run's
+    training loss there (on its fixed set when it replays one) and its population error, against the control runs'
+    epoch loss at the same step (on fresh batches, an estimate of their population error) and their best loss."""
+    controls: dict[tuple[str, ...], list[tuple[int, Curve | None, Any]]] = {}
+    for key, record, loss, _ in _regime_cells(root, control):
+        controls.setdefault(key, []).append((int(record["seed"]), loss, record.get("best_loss")))
+    lines = [
+        f"Generated from `results/{store}/` and the control `results/{control}/` (`curves.csv`, `population.csv`, "
+        f"`{STORE_FILE}`) by `attnrank report --docs`; each run is compared at its last population measurement, step "
+        f"P (population error on the first {CURVE_SAMPLES:,} held-out samples, as the run measured it along its curve; "
+        "the control's epoch loss on fresh batches estimates its own).",
+        "",
+        "| cell | seed, data seed | data | P | training loss at P | population error at P | control at P: fresh-batch "
+        "loss (seeds) | control's best loss over its run (seeds) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for key, record, loss, population in sorted(_regime_cells(root, store), key=lambda c: _natural(c[0])):
+        K = int(record.get("train_batches") or 0)
+        data = f"{K} batches, {record.get('sampler') or 'default'} sampler" if K else "fresh batches"
+        data_seed = record.get("data_seed")
+        seeds = f"{record['seed']}, {record['seed'] if data_seed is None else data_seed}"
+        cell = " ".join(part for part in key if part.split("=")[0] in ("d", "N", "layers", "rank", "width"))
+        matched = sorted(controls.get(key, []), key=lambda c: c[0])
+        best_text = " / ".join(_loss(best) for _, _, best in matched) or "no such cell"
+        if not population:
+            lines.append(f"| {cell} | {seeds} | {data} | - | - | - | - | {best_text} |")
+            continue
+        step, value = population[-1]
+        at_control = " / ".join(_loss(_at_step(curve, step)) for _, curve, _ in matched) or "no such cell"
+        lines.append(
+            f"| {cell} | {seeds} | {data} | {step:,} | {_loss(_at_step(loss, step))} | {_loss(value)} | "
+            f"{at_control} | {best_text} |"
+        )
+    return lines
+
+
 BLOCK_KINDS: dict[str, tuple[Callable[..., list[str]], int, int]] = {
     "store-facts": (store_facts, 1, 1),
     "store-claims": (store_claims, 0, 0),
@@ -616,6 +682,7 @@ BLOCK_KINDS: dict[str, tuple[Callable[..., list[str]], int, int]] = {
     "gpu-step-costs": (gpu_step_costs, 0, 0),
     "random-features-curve": (random_features_curve, 0, 0),
     "bench-attention": (bench_attention, 1, 1),
+    "regime-control": (regime_control, 2, 2),
 }
 """Block kind -> (generator(root, *arguments) -> lines, fewest arguments, most arguments)."""
 

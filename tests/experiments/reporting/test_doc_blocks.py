@@ -4,8 +4,10 @@ nothing written."""
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from experiments.publish.doc_blocks import (
     BLOCK_KINDS,
     find_blocks,
     gpu_runs,
+    regime_control,
     rendered_docs,
     sitting_spans,
 )
@@ -168,3 +171,52 @@ def test_gpu_step_costs_are_read_from_the_archived_metrics() -> None:
     assert [round(v, 1) for v in by_preset["conjecture6"]] == [52.3]
     assert round(min(by_preset["icl"]), 1) == 94.4 and round(max(by_preset["icl"]), 1) == 190.7
     assert 17.0 < min(by_preset["fig1"]) < max(by_preset["fig1"]) < 19.0
+
+
+def _csv_curve(path: Path, key: str, column: str) -> dict[int, float]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return {int(row["step"]): float(row[column]) for row in csv.DictReader(handle) if row["hash"] == key}
+
+
+def test_regime_control_rows_are_the_committed_curves_at_the_last_population_step() -> None:
+    """Each row of ``regime-control`` restates the committed files: recomputed here from curves.csv, population.csv and
+    the control's run specs with the csv and sqlite3 modules, not through the reporting code."""
+    replay, control = ROOT / "results" / "fig1-d64-replay-cpu", ROOT / "results" / "fig1-d64-cpu"
+    with sqlite3.connect(replay / "results.sqlite") as db:
+        replay_specs = {h: json.loads(s) for h, s in db.execute("SELECT hash, spec FROM runs WHERE kind = 'train'")}
+    with sqlite3.connect(control / "results.sqlite") as db:
+        control_runs = [
+            (h, json.loads(s), json.loads(m)) for h, s, m in db.execute("SELECT hash, spec, metrics FROM runs")
+        ]
+    lines = regime_control(ROOT, "fig1-d64-replay-cpu", "fig1-d64-cpu")
+    rows = [line for line in lines if line.startswith("| N=")]
+    assert len(rows) == len(replay_specs)
+    checked = 0
+    for key, spec in replay_specs.items():
+        population = _csv_curve(replay / "population.csv", key, "population")
+        if not population:
+            continue
+        step = max(population)
+        training = _csv_curve(replay / "curves.csv", key, "loss")[step]
+        same_cell = [
+            (c["seed"], _csv_curve(control / "curves.csv", h, "loss")[step], m["best_loss"])
+            for h, c, m in control_runs
+            if (c["d"], c["layers"], c["rank"]) == (spec["d"], spec["layers"], spec["rank"])
+        ]
+        assert same_cell, spec
+        expected = (
+            f"| {step:,} | {training:#.4g} | {population[step]:#.4g} | "
+            + " / ".join(f"{at:#.4g}" for _, at, _ in sorted(same_cell))
+            + " | "
+            + " / ".join(f"{best:#.4g}" for _, _, best in sorted(same_cell))
+            + " |"
+        )
+        assert sum(row.endswith(expected) for row in rows) == 1, (expected, rows)
+        checked += 1
+    assert checked >= 2  # the two runs that have measured their population error
+
+
+def test_regime_control_says_when_the_control_has_no_such_cell() -> None:
+    """Negative control: against a store of another preset, no cell matches, and every row says so."""
+    rows = [line for line in regime_control(ROOT, "fig1-d64-replay-cpu", "icl-cpu") if line.startswith("| N=")]
+    assert rows and all(row.endswith("| no such cell |") for row in rows)
