@@ -12,6 +12,7 @@ indentation of the doc are read as single spaces.)
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import re
@@ -32,6 +33,8 @@ from experiments.sweeps.grading import matches, scaling_rule_at_budget
 from experiments.sweeps.scaling_verdicts import scaling_verdict
 from experiments.sweeps.store import ResultsStore
 from experiments.sweeps.store_records import sweep_records
+from experiments.training.evaluation import CURVE_SAMPLES, EVALUATION_SAMPLES, POPULATION_SEED
+from experiments.training.reference_data import REFERENCE_BATCHES, shared_batches
 from theory.bounds import min_heads, rank_lower_bound
 from theory.harmonics import sign_energy_tail
 from theory.majority_vote_error import majority_vote_error
@@ -1136,6 +1139,43 @@ STATEMENTS: tuple[Statement, ...] = (
         "docs/biased.md",
         "| 6 | trained | 1 | H = 6: {}, 96: {} (+-0.14 ... 0.34) |",
         lambda: [_seeds(_crossing(6, "trained", 1, 6), ".1f"), _seeds(_crossing(6, "trained", 1, 96), ".2f")],
+    ),
+    # docs/training.md and docs/paper.md: the data regimes' numbers are the code's
+    Statement(
+        "docs/training.md",
+        "data seeds 0 and 1 share {} of their {} batches (`reference_data.shared_batches`), and the paper's five data "
+        "seeds 0 .. 4 pairwise share {} to {}.",
+        lambda: [
+            str(shared_batches(0, 1)),
+            str(REFERENCE_BATCHES),
+            str(min(shared_batches(a, b) for a, b in itertools.combinations(range(5), 2))),
+            str(max(shared_batches(a, b) for a, b in itertools.combinations(range(5), 2))),
+        ],
+    ),
+    Statement(
+        "docs/paper.md",
+        "so data seeds 0 and 1 share {} of their {}",
+        lambda: [str(shared_batches(0, 1)), str(REFERENCE_BATCHES)],
+    ),
+    Statement(
+        "results/fig1-d64-replay-cpu/README.md",
+        "(data seeds 0 and 1 share {} of their {} batches, as the paper's did;",
+        lambda: [str(shared_batches(0, 1)), str(REFERENCE_BATCHES)],
+    ),
+    Statement(
+        "docs/training.md",
+        "(a CPU stream seeded 2^64 - {}, above every seed",
+        lambda: [str(2**64 - POPULATION_SEED)],
+    ),
+    Statement(
+        "docs/training.md",
+        "(the `population` column of `metrics.csv`: {} samples at every epoch",
+        lambda: [str(CURVE_SAMPLES)],
+    ),
+    Statement(
+        "docs/training.md",
+        "`population_samples` = {} in `result.json` and the store",
+        lambda: [f"{EVALUATION_SAMPLES:,}".replace(",", " ")],
     ),
     # docs/tuning.md: the fig1 cpu table is the committed store's
     Statement(
