@@ -457,6 +457,24 @@ def _fig1_d64_curve_steps() -> tuple[int, int]:
     return max(below_one), max(below_final)
 
 
+def _finite_set_grid() -> list[str]:
+    """Heads, batch, steps, lr, seeds and set sizes of the finite-set store, as its README lists them."""
+    found = runs("finite-set-cpu")
+    heads = sorted({int(r["d"]) * int(r["width"]) for r in found})  # H = c d / r, and r = 1 here
+    sizes = sorted({int(r.get("train_batches") or 0) for r in found} - {0})
+    [batch] = {r["batch_size"] for r in found}
+    [steps] = {r["steps"] for r in found}
+    [lr] = {r["lr"] for r in found}
+    return [
+        " and ".join(str(h) for h in heads),
+        str(batch),
+        str(steps),
+        f"{lr:g}",
+        str(len({r["seed"] for r in found})),
+        ", ".join(str(k) for k in sizes[:-1]) + f" or {sizes[-1]}",
+    ]
+
+
 STATEMENTS: tuple[Statement, ...] = (
     # results/fig1-long/README.md: the prose under the generated tables
     Statement(
@@ -1139,6 +1157,13 @@ STATEMENTS: tuple[Statement, ...] = (
         "docs/biased.md",
         "| 6 | trained | 1 | H = 6: {}, 96: {} (+-0.14 ... 0.34) |",
         lambda: [_seeds(_crossing(6, "trained", 1, 6), ".1f"), _seeds(_crossing(6, "trained", 1, 96), ".2f")],
+    ),
+    # results/finite-set-cpu/README.md: the grid its prose describes is the store's
+    Statement(
+        "results/finite-set-cpu/README.md",
+        "H = {} heads, batch {}, {} steps (AdamW lr {}, 5% warm-up, cosine), {} seeds, trained on a fixed set of K = {} "
+        "batches replayed every epoch (cpu sampler) and on fresh batches.",
+        lambda: _finite_set_grid(),
     ),
     # docs/training.md and docs/paper.md: the data regimes' numbers are the code's
     Statement(
