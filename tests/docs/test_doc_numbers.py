@@ -1161,9 +1161,9 @@ STATEMENTS: tuple[Statement, ...] = (
     # results/finite-set-cpu/README.md: the grid its prose describes is the store's
     Statement(
         "results/finite-set-cpu/README.md",
-        "H = {} heads, batch {}, {} steps (AdamW lr {}, 5% warm-up, cosine), {} seeds, trained on a fixed set of K = {} "
-        "batches replayed every epoch (cpu sampler) and on fresh batches.",
-        lambda: _finite_set_grid(),
+        "H = {} heads, batch {}, {} steps (AdamW lr {}, 5% warm-up, cosine), {} seeds, trained on a fixed set of "
+        "K = {} batches replayed every epoch (cpu sampler) and on fresh batches.",
+        _finite_set_grid,
     ),
     # docs/training.md and docs/paper.md: the data regimes' numbers are the code's
     Statement(
