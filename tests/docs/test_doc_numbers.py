@@ -1240,3 +1240,45 @@ def test_the_long_claims_judge_what_the_reports_judge() -> None:
     """The helpers read the same runs the reports grade (a guard on `records` and `claim_records`)."""
     verdict = judge("fig1", claim_records(records("fig1-long")))
     assert verdict is not None and round(verdict.numbers["worst_ratio"]) == int(_fig1_long_l1(100000) + 0.5)
+
+
+INSAMPLE = ROOT / "results" / "random-features-insample"
+
+
+def _insample_runs() -> list[dict[str, Any]]:
+    """The recorded runs behind results/random-features-insample/README.md (runs.jsonl, one JSON object a line)."""
+    lines = (INSAMPLE / "runs.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def test_the_in_sample_table_is_the_recorded_runs() -> None:
+    """Every row of the README's table, recomputed from runs.jsonl (not from results.csv or summarize.py): the fit's
+    in-sample and population errors, the exact optimum L* of the same heads (the run without fit samples) and the
+    first-order predictions L* (1 - H/n) and L* (1 + H/(n - H - 1))."""
+    runs = _insample_runs()
+    optimum = {(r["H"], r["seed"]): r["predicted_error"] for r in runs if "fit_samples" not in r}
+    fits = sorted((r for r in runs if "fit_samples" in r), key=lambda r: (r["H"], r["fit_samples"], r["seed"]))
+    text = (INSAMPLE / "README.md").read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if re.match(r"^\| \d+ \| \d+ \| \d+ \|", line)]
+    expected = []
+    for r in fits:
+        H, n, best = r["H"], r["fit_samples"], optimum[(r["H"], r["seed"])]
+        values = [H / n, r["in_sample_error"], best * (1 - H / n), r["predicted_error"], best * (1 + H / (n - H - 1))]
+        cells = [str(H), str(n), str(r["seed"]), *(f"{v:.4f}" for v in values), f"{best:.4f}", f"{r['wall_s']:.0f}"]
+        expected.append("| " + " | ".join(cells) + " |")
+    assert rows == expected
+
+
+def test_the_in_sample_memory_line_is_the_recorded_runs() -> None:
+    runs = _insample_runs()
+    small = [r["max_rss_mb"] / 1000 for r in runs if r["H"] == 4096]
+    exact = [r["max_rss_mb"] / 1000 for r in runs if r["H"] == 16384 and "fit_samples" not in r]
+    fits = sorted((r for r in runs if r["H"] == 16384 and "fit_samples" in r), key=lambda r: r["fit_samples"])
+    walls = ", ".join(f"{r['wall_s']:.0f} s at n = {r['fit_samples']:,}".replace(",", " ") for r in fits)
+    said = (
+        f"peak resident {min(small):.1f} - {max(small):.1f} GB at H = 4096 (any n: the samples are processed in blocks "
+        f"of 16 384), {max(exact):.1f} GB for the exact solve and {max(r['max_rss_mb'] for r in fits) / 1000:.1f} GB "
+        "for the fits at H = 16384. Nothing was skipped for memory; H = 16384 was run at two n only for time "
+        f"({walls})."
+    )
+    assert said in doc_text("results/random-features-insample/README.md"), said
