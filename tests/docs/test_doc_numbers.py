@@ -1282,3 +1282,15 @@ def test_the_in_sample_memory_line_is_the_recorded_runs() -> None:
         f"({walls})."
     )
     assert said in doc_text("results/random-features-insample/README.md"), said
+
+
+def test_the_in_sample_load_line_is_the_recorded_runs() -> None:
+    """The load averages the README quotes are the ones each call recorded before it started."""
+    loads = [[float(x) for x in str(r["loadavg_before"]).split()] for r in _insample_runs()]
+    one_minute = [load[0] for load in loads]
+    every = [x for load in loads for x in load]
+    said = (
+        f"1-minute averages {min(one_minute):.1f} - {max(one_minute):.1f}, all three {min(every):.2f} - "
+        f"{max(every):.2f}"
+    )
+    assert said in doc_text("results/random-features-insample/README.md"), said
