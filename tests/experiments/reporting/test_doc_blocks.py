@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -220,3 +221,31 @@ def test_regime_control_says_when_the_control_has_no_such_cell() -> None:
     """Negative control: against a store of another preset, no cell matches, and every row says so."""
     rows = [line for line in regime_control(ROOT, "fig1-d64-replay-cpu", "icl-cpu") if line.startswith("| N=")]
     assert rows and all(row.endswith("| no such cell |") for row in rows)
+
+
+def test_the_replay_readme_states_what_its_finished_three_layer_runs_show() -> None:
+    """results/fig1-d64-replay-cpu/README.md says, of its finished three-layer runs, that on their set the training
+    loss is below the fresh-batch runs' at the same step and the population error above them: checked here on the
+    committed CSVs and stores (a snapshot that changes this makes the README's sentence a test failure)."""
+    replay, control = ROOT / "results" / "fig1-d64-replay-cpu", ROOT / "results" / "fig1-d64-cpu"
+    with sqlite3.connect(replay / "results.sqlite") as db:
+        finished = [(h, json.loads(s)) for h, s in db.execute("SELECT hash, spec FROM runs WHERE status = 'finished'")]
+    with sqlite3.connect(control / "results.sqlite") as db:
+        control_runs = [(h, json.loads(s)) for h, s in db.execute("SELECT hash, spec FROM runs")]
+    three_layer = [(h, spec) for h, spec in finished if spec["layers"] == 3]
+    assert three_layer
+    for key, spec in three_layer:
+        population = _csv_curve(replay / "population.csv", key, "population")
+        step = max(population)
+        fresh = [
+            _csv_curve(control / "curves.csv", h, "loss")[step]
+            for h, c in control_runs
+            if (c["d"], c["layers"], c["rank"]) == (spec["d"], spec["layers"], spec["rank"])
+        ]
+        assert _csv_curve(replay / "curves.csv", key, "loss")[step] < min(fresh)
+        assert population[step] > max(fresh)
+    text = re.sub(r"\s+", " ", (replay / "README.md").read_text(encoding="utf-8"))
+    assert (
+        "the three-layer training losses are below the fresh-batch runs' at the same step, and their population "
+        "errors are above them" in text
+    )
