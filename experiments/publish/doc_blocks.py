@@ -95,6 +95,12 @@ class Block:
     end: int
 
 
+RESUME_SLACK = 60.0
+"""Seconds by which a run's summed training time may exceed its recorded span (end minus start) before
+:func:`store_facts` says it went on from a checkpoint (such a run's start is its last sitting's; its seconds count
+every sitting)."""
+
+
 def _fmt(value: float, digits: int = 3) -> str:
     """``value`` to ``digits`` significant digits, trailing zeros dropped (the reports' style)."""
     return f"{value:.{digits}g}"
@@ -202,7 +208,22 @@ def store_facts(root: Path, store: str) -> list[str]:
             "" if len(spans) == 1 else f" ({len(spans)} sittings: a gap over {SITTING_GAP / 60:g} min begins one)"
         )
         total = "" if len(spans) == 1 else f"; {_duration(sum(end - start for start, end in spans))} in all"
-        lines.append(f"- Wall time from the runs' start and end times{sittings}: {'; '.join(parts)}{total}.")
+        resumed = sum(
+            1
+            for r in rows
+            if r.seconds is not None
+            and r.started is not None
+            and r.finished is not None
+            and float(r.seconds) > r.finished - r.started + RESUME_SLACK
+        )
+        caveat = (
+            f" ({resumed} run{'s' if resumed > 1 else ''} trained longer than {'their' if resumed > 1 else 'its'} "
+            "recorded span: a run that goes on from a checkpoint, resumed or extended, records that sitting's start, "
+            "so the span leaves out its earlier training)"
+            if resumed
+            else ""
+        )
+        lines.append(f"- Wall time from the runs' start and end times{sittings}: {'; '.join(parts)}{total}{caveat}.")
     counts: dict[str, int] = {}
     first: dict[str, float] = {}
     for row in sorted(rows, key=lambda r: (r.started or 0.0, r.hash)):

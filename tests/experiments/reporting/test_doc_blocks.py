@@ -21,6 +21,7 @@ from experiments.publish.doc_blocks import (
     regime_control,
     rendered_docs,
     sitting_spans,
+    store_facts,
 )
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -92,6 +93,16 @@ def test_store_facts_state_the_store_and_a_hand_edit_inside_a_block_is_stale(tmp
     (root / "docs" / "page.md").write_text(edited, encoding="utf-8")
     [(now, new)] = rendered_docs(root).values()
     assert now == edited and new == text  # the test above would name this doc
+
+
+def test_store_facts_say_when_runs_went_on_from_a_checkpoint() -> None:
+    """icl-cpu's two runs that stopped near their end and resumed in a second sitting (its README says so) trained
+    longer than their recorded span, and the wall-time line says so; figN-cpu trained in one go and has no caveat."""
+    [resumed] = [line for line in store_facts(ROOT, "icl-cpu") if line.startswith("- Wall time")]
+    assert "(2 runs trained longer than their recorded span: a run that goes on from a checkpoint" in resumed
+    assert "two resumed runs" in (ROOT / "results" / "icl-cpu" / "README.md").read_text(encoding="utf-8")
+    [single] = [line for line in store_facts(ROOT, "figN-cpu") if line.startswith("- Wall time")]
+    assert "recorded span" not in single
 
 
 @pytest.mark.parametrize(
