@@ -31,6 +31,7 @@ from experiments.sweeps.grading import (
     graded,
     loss_ratio,
     lowest_grade,
+    matches,
     not_evaluated,
     scaling_rule_at_budget,
     seed_spread,
@@ -331,7 +332,12 @@ def fig1_d64_depth(records: Sequence[Record]) -> Verdict:
 
     Rule (stated in advance, before any run of the fig1-d64 preset), on the runs of the largest ``steps`` among the
     d = 64 runs (so that a store holding a prefix and its extension grades the longest), each of
-    :data:`FIG1_D64_RULES` graded by :func:`scaling_rule_at_budget` on seed spreads of best_loss:
+    :data:`FIG1_D64_RULES` graded by :func:`scaling_rule_at_budget` on seed spreads of best_loss. Refined in issue 38,
+    before any extension ran, for a store in which only some cells were extended (fig1-d64-replay's r = 32 cell): the
+    budget graded is the largest ``steps`` at which every run of both comparisons' cells (each cell, seed and data
+    seed found at any budget) has finished (the largest ``steps`` of all when there is none), and the verdict names
+    the longer budgets that wait for the other runs.
+    Where every cell has the same budgets, as in every store before that refinement, the two readings are one.
 
     - "depth rescues half rank": ``direction`` when L = 3 r = 32's worst seed is below L = 1 r = 32's best seed;
       ``magnitude`` when moreover the ratio is >= 5x and L = 3 r = 32's worst seed is <= 0.1 (paper 0.70 vs 0.05);
@@ -342,9 +348,25 @@ def fig1_d64_depth(records: Sequence[Record]) -> Verdict:
     d64 = [r for r in records if r.get("d") == 64 and r.get("status") == "finished"]
     if not d64:
         return not_evaluated("no finished d = 64 run")
-    top = max(int(r["steps"]) for r in d64)
+    budgets = sorted({int(r["steps"]) for r in d64}, reverse=True)
+    cells = [cell for rule in FIG1_D64_RULES for cell in (rule.worse, rule.better)]
+    deciding = [r for r in d64 if any(matches(r, cell) for cell in cells)]
+
+    def run_key(record: Record) -> tuple[Any, ...]:
+        """A deciding run apart from its budget: its cell, seed and data seed."""
+        return tuple(record.get(k) for k in ("layers", "rank", "seed", "data_seed"))
+
+    every_run = {run_key(r) for r in deciding}
+    complete = [
+        steps
+        for steps in budgets
+        if all(any(matches(r, cell) and int(r["steps"]) == steps for r in d64) for cell in cells)
+        and every_run <= {run_key(r) for r in deciding if int(r["steps"]) == steps}
+    ]
+    top = complete[0] if complete else budgets[0]
     at_top = [r for r in d64 if int(r["steps"]) == top]
     verdicts = [scaling_rule_at_budget(rule, at_top) for rule in FIG1_D64_RULES]
+    waiting = [steps for steps in budgets if steps > top]
     grade = lowest_grade(v.grade for v in verdicts)
     # Named per comparison, so the results index reads "depth ratio 1.77", not "ratio 0 1.77".
     names = (("depth ratio", "L = 3 half rank worst"), ("full-rank ratio", "L = 3 full rank worst"))
@@ -355,6 +377,8 @@ def fig1_d64_depth(records: Sequence[Record]) -> Verdict:
         if key in v.numbers
     }
     text = f"at {top} steps: " + "; ".join(f"{v.explanation} -> {v.grade.value}" for v in verdicts)
+    if waiting:
+        text += f" (runs of {', '.join(str(s) for s in waiting)} steps wait until every run has one)"
     return Verdict(grade, text, numbers)
 
 

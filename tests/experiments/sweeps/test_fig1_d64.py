@@ -52,6 +52,23 @@ def test_the_claim_grades_both_comparisons_and_takes_the_lower() -> None:
     assert fig1_d64_depth(plateau + longer).grade is Grade.MAGNITUDE
 
 
+def test_a_cell_extended_alone_waits_for_the_others_and_the_grade_stays_at_the_common_budget() -> None:
+    """fig1-d64-replay extends its r = 32 cell first: the grade stays at the largest budget that every cell has."""
+    at_20k = [cell(1, 32, 0.70), cell(3, 32, 0.183), cell(3, 32, 0.19, seed=1), cell(3, 64, 0.0497)]
+    alone = fig1_d64_depth(at_20k)
+    extended = fig1_d64_depth([*at_20k, cell(3, 32, 0.02, steps=40_000)])
+    assert extended.grade is alone.grade is Grade.DIRECTION
+    assert extended.numbers == alone.numbers and extended.explanation.startswith("at 20000 steps: ")
+    assert "(runs of 40000 steps wait until every run has one)" in extended.explanation
+    assert "wait" not in alone.explanation
+    # Every cell at 40k but one seed of r = 32 still at 20k: the grade waits for that seed too.
+    cells_at_40k = [cell(1, 32, 0.70, steps=40_000), cell(3, 32, 0.05, steps=40_000), cell(3, 64, 0.003, steps=40_000)]
+    assert fig1_d64_depth([*at_20k, *cells_at_40k]).numbers == alone.numbers
+    # Once every run has the longer budget, it is the one graded (here, a paper-like 40k that reaches magnitude).
+    graded = fig1_d64_depth([*at_20k, *cells_at_40k, cell(3, 32, 0.06, seed=1, steps=40_000)])
+    assert graded.grade is Grade.MAGNITUDE and graded.explanation.startswith("at 40000 steps: ")
+
+
 def test_only_selects_runs_and_refuses_what_selects_nothing() -> None:
     runs = get_preset("fig1-d64").runs("cpu")
     one_layer = select_runs(runs, {"layers": 1})
