@@ -636,15 +636,20 @@ def bench_attention(root: Path, date: str) -> list[str]:
 REGIME_FIELDS = frozenset({"train_batches", "sampler", "data_seed"})
 """Config fields that say how a run's data was drawn; ``regime-control`` matches cells across regimes without them."""
 
+BUDGET_FIELDS = frozenset({"steps"})
+"""A run's budget: ``regime-control`` shows it in a column of its own and matches a run that extends its cell (more
+steps along the same schedule) with the control's cell, compared at the same step."""
+
 
 def _regime_cells(root: Path, store: str) -> list[tuple[tuple[str, ...], Record, Curve | None, Curve | None]]:
     """(cell key, record, loss curve, population curve) of every training run of a committed store; the cell key is
-    every field that tells two runs apart except the seeds and the data regime."""
+    every field that tells two runs apart except the seeds, the data regime and the budget."""
     runs_dir = root / "results" / store / RUNS_DIR
     out = []
     for _, _, records in _sweeps(root, store):
         for record, config in _cell_configs(records):
-            key = tuple(f"{k}={_shown(config[k])}" for k in sorted(config) if k not in NOT_A_CELL_FIELD | REGIME_FIELDS)
+            fields = sorted(k for k in config if k not in NOT_A_CELL_FIELD | REGIME_FIELDS | BUDGET_FIELDS)
+            key = tuple(f"{k}={_shown(config[k])}" for k in fields)
             loss, _, _ = run_curve(runs_dir, str(record["hash"]))
             population, _, _ = run_curve(runs_dir, str(record["hash"]), "population")
             out.append((key, record, loss, population))
@@ -654,6 +659,13 @@ def _regime_cells(root: Path, store: str) -> list[tuple[tuple[str, ...], Record,
 def _at_step(curve: Curve | None, step: int) -> float | None:
     """The curve's value at ``step`` (its epoch that ends there), or None when the curve has no such point."""
     return next((value for at, value in curve or () if at == step), None)
+
+
+def control_at_step(curve: Curve | None, step: int) -> str:
+    """A control run's epoch loss at ``step``, or where its curve ends when that is before ``step``."""
+    if curve and curve[-1][0] < step:
+        return f"ends at {curve[-1][0]:,}"
+    return _loss(_at_step(curve, step))
 
 
 def regime_control(root: Path, store: str, control: str) -> list[str]:
@@ -668,13 +680,15 @@ def regime_control(root: Path, store: str, control: str) -> list[str]:
         f"Generated from `results/{store}/` and the control `results/{control}/` (`curves.csv`, `population.csv`, "
         f"`{STORE_FILE}`) by `attnrank report --docs`; each run is compared at its last population measurement, step "
         f"P (population error on the first {CURVE_SAMPLES:,} held-out samples, as the run measured it along its curve; "
-        "the control's epoch loss on fresh batches estimates its own).",
+        'the control\'s epoch loss on fresh batches estimates its own; "ends at S" where a control run stopped before '
+        "P).",
         "",
-        "| cell | seed, data seed | data | P | training loss at P | population error at P | control at P: fresh-batch "
-        "loss (seeds) | control's best loss over its run (seeds) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| cell | seed, data seed | data | steps | P | training loss at P | population error at P | control at P: "
+        "fresh-batch loss (seeds) | control's best loss over its run (seeds) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for key, record, loss, population in sorted(_regime_cells(root, store), key=lambda c: _natural(c[0])):
+    ordered = sorted(_regime_cells(root, store), key=lambda c: (_natural(c[0]), int(c[1]["steps"])))
+    for key, record, loss, population in ordered:
         K = int(record.get("train_batches") or 0)
         data = f"{K} batches, {record.get('sampler') or 'default'} sampler" if K else "fresh batches"
         data_seed = record.get("data_seed")
@@ -682,13 +696,14 @@ def regime_control(root: Path, store: str, control: str) -> list[str]:
         cell = " ".join(part for part in key if part.split("=")[0] in ("d", "N", "layers", "rank", "width"))
         matched = sorted(controls.get(key, []), key=lambda c: c[0])
         best_text = " / ".join(_loss(best) for _, _, best in matched) or "no such cell"
+        budget = f"{int(record['steps']):,}"
         if not population:
-            lines.append(f"| {cell} | {seeds} | {data} | - | - | - | - | {best_text} |")
+            lines.append(f"| {cell} | {seeds} | {data} | {budget} | - | - | - | - | {best_text} |")
             continue
         step, value = population[-1]
-        at_control = " / ".join(_loss(_at_step(curve, step)) for _, curve, _ in matched) or "no such cell"
+        at_control = " / ".join(control_at_step(curve, step) for _, curve, _ in matched) or "no such cell"
         lines.append(
-            f"| {cell} | {seeds} | {data} | {step:,} | {_loss(_at_step(loss, step))} | {_loss(value)} | "
+            f"| {cell} | {seeds} | {data} | {budget} | {step:,} | {_loss(_at_step(loss, step))} | {_loss(value)} | "
             f"{at_control} | {best_text} |"
         )
     return lines

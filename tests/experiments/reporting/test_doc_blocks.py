@@ -16,6 +16,7 @@ import pytest
 from experiments.cli.main import main
 from experiments.publish.doc_blocks import (
     BLOCK_KINDS,
+    control_at_step,
     find_blocks,
     gpu_runs,
     regime_control,
@@ -210,15 +211,19 @@ def test_regime_control_rows_are_the_committed_curves_at_the_last_population_ste
             continue
         step = max(population)
         training = _csv_curve(replay / "curves.csv", key, "loss")[step]
-        same_cell = [
-            (c["seed"], _csv_curve(control / "curves.csv", h, "loss")[step], m["best_loss"])
+        control_curves = [
+            (c["seed"], _csv_curve(control / "curves.csv", h, "loss"), m["best_loss"])
             for h, c, m in control_runs
             if (c["d"], c["layers"], c["rank"]) == (spec["d"], spec["layers"], spec["rank"])
         ]
-        assert same_cell, spec
+        assert control_curves, spec
+        same_cell = [  # a run extended past its control's budget meets "ends at S"
+            (seed, f"{curve[step]:#.4g}" if step <= max(curve) else f"ends at {max(curve):,}", best)
+            for seed, curve, best in control_curves
+        ]
         expected = (
-            f"| {step:,} | {training:#.4g} | {population[step]:#.4g} | "
-            + " / ".join(f"{at:#.4g}" for _, at, _ in sorted(same_cell))
+            f"| {spec['steps']:,} | {step:,} | {training:#.4g} | {population[step]:#.4g} | "
+            + " / ".join(at for _, at, _ in sorted(same_cell))
             + " | "
             + " / ".join(f"{best:#.4g}" for _, _, best in sorted(same_cell))
             + " |"
@@ -226,6 +231,14 @@ def test_regime_control_rows_are_the_committed_curves_at_the_last_population_ste
         assert sum(row.endswith(expected) for row in rows) == 1, (expected, rows)
         checked += 1
     assert checked >= 2  # the two runs that have measured their population error
+
+
+def test_a_control_run_that_stopped_before_the_step_says_where_it_ended() -> None:
+    """An extended run (40k steps) is compared at a step its 20k-step control never reached: the row says where the
+    control ended instead of a loss; at a step the control reached, its loss there."""
+    curve = [(100, 0.5), (200, 0.25)]
+    assert control_at_step(curve, 300) == "ends at 200"
+    assert control_at_step(curve, 200) == "0.2500" and control_at_step(curve, 150) == "-"
 
 
 def test_regime_control_says_when_the_control_has_no_such_cell() -> None:
@@ -243,8 +256,8 @@ def test_the_replay_readme_states_what_its_finished_three_layer_runs_show() -> N
         finished = [(h, json.loads(s)) for h, s in db.execute("SELECT hash, spec FROM runs WHERE status = 'finished'")]
     with sqlite3.connect(control / "results.sqlite") as db:
         control_runs = [(h, json.loads(s)) for h, s in db.execute("SELECT hash, spec FROM runs")]
-    three_layer = [(h, spec) for h, spec in finished if spec["layers"] == 3]
-    assert three_layer
+    three_layer = [(h, spec) for h, spec in finished if spec["layers"] == 3 and spec["steps"] == 20_000]
+    assert three_layer  # the control trained 20k steps: a longer run has no control at its last step
     for key, spec in three_layer:
         population = _csv_curve(replay / "population.csv", key, "population")
         step = max(population)
@@ -260,3 +273,23 @@ def test_the_replay_readme_states_what_its_finished_three_layer_runs_show() -> N
         "the three-layer training losses are below the fresh-batch runs' at the same step, and their population "
         "errors are above them" in text
     )
+
+
+def test_the_replay_readmes_gaps_are_the_committed_runs() -> None:
+    """The README's generalisation gaps (population error on 20 000 held-out samples minus the last epoch's training
+    loss, as the report defines the gap), recomputed from results.sqlite and curves.csv with sqlite3 and csv."""
+    replay = ROOT / "results" / "fig1-d64-replay-cpu"
+    with sqlite3.connect(replay / "results.sqlite") as db:
+        rows = list(db.execute("SELECT hash, spec, metrics FROM runs WHERE status = 'finished'"))
+    gaps: dict[int, list[float]] = {1: [], 3: []}
+    for key, spec, metrics in rows:
+        if json.loads(spec)["steps"] != 20_000:
+            continue  # the 20k runs; an extension states its own
+        curve = _csv_curve(replay / "curves.csv", key, "loss")
+        gaps[json.loads(spec)["layers"]].append(json.loads(metrics)["population_error"] - curve[max(curve)])
+    [one_layer] = gaps[1]
+    said = (
+        f"The one-layer model barely fits its set: its gap (population error minus the last epoch's training loss) is "
+        f"{one_layer:.3f}, against {min(gaps[3]):.2f} to {max(gaps[3]):.2f} for the three-layer runs."
+    )
+    assert said in re.sub(r"\s+", " ", (replay / "README.md").read_text(encoding="utf-8")), said
