@@ -171,8 +171,9 @@ def _fig1_long() -> list[RunSpec]:
 
 
 FIG1_D64_STEPS = 20_000
-"""Steps of the fig1-d64 cpu scale: the first fifth of the paper's 100k-step schedule (warm-up 5000), 0.47 s a step
-at d = 64, L = 3 on one core (~2.6 h a run); `TrainConfig.extends` lets a later sitting train them further."""
+"""Steps of the fig1-d64 cpu scale: the first fifth of the paper's 100k-step schedule (warm-up 5000), about 4 h a run
+at d = 64, L = 3 on one core (the step time measured in results/fig1-d64-replay-cpu/README.md); `TrainConfig.extends`
+lets a later sitting train them further."""
 
 
 def _fig1_d64(scale: str) -> list[RunSpec]:
