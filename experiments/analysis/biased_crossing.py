@@ -36,6 +36,7 @@ import numpy as np
 from experiments.analysis.biased_separation import oscillation_energy, separation_rows
 from experiments.config import TrainConfig
 from experiments.training.evaluation import evaluate_run
+from experiments.training.head_count_runs import head_count_run
 from experiments.training.loop import train
 from theory.monte_carlo import DEFAULT_Z
 from theory.validation import check_dimension, check_int, check_rank, check_real
@@ -144,30 +145,21 @@ def crossing_ranks(d: int) -> list[int]:
 
 def trained_config(d: int, r: int, H: int, seed: int, steps: int, batch_size: int) -> TrainConfig:
     """One-layer rank-r theory model with H heads and full value maps on the biased task (softmax, temperature 1),
-    AdamW at lr = min(0.01, 0.25 / sqrt(H d)) (the tightness preset's rule, `experiments.studies`)."""
+    AdamW at lr = min(0.01, 0.25 / sqrt(H d)) (the tightness preset's rule, `experiments.training.head_count_runs`)."""
     d = check_dimension(d)
     r = check_rank(r, d)
     H = check_int("H", H, minimum=1)
-    if (H * r) % d:
-        raise ValueError(f"H r must be a multiple of d = {d} (width H r / d), got H = {H}, r = {r}")
-    return TrainConfig(
+    return head_count_run(
         task="biased",
-        N=2,
-        keys="orthonormal",
-        model="theory",
-        layers=1,
-        value="full",
         d=d,
-        rank=r,
-        width=H * r // d,
+        r=r,
+        H=H,
         temperature=1.0,
-        lr=min(0.01, 0.25 / math.sqrt(H * d)),
+        seed=seed,
         steps=steps,
         batch_size=batch_size,
         log_every=max(50, steps // 30),
         checkpoint_every=steps,
-        device="cpu",
-        seed=seed,
     )
 
 

@@ -26,6 +26,7 @@ from experiments.sweeps.preset_kit import (
     at_scales,
 )
 from experiments.sweeps.run_specs import RunSpec
+from experiments.training.head_count_runs import head_count_run
 from theory.monte_carlo import DEFAULT_Z
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -86,31 +87,18 @@ def _tightness(scale: str) -> list[RunSpec]:
 def tightness_run(d: int, r: int, H: int, seed: int, steps: int, batch_size: int) -> TrainConfig:
     """One trained tightness cell: a one-layer rank-r theory model with H heads and full value maps on D_2, softmax at
     score temperature 4 (docs/paper.md section 7: a fixed factor that speeds up training), AdamW at
-    lr = min(0.01, 0.25 / sqrt(H d)).
-
-    The learning rate falls with H because Adam moves every entry of every V_h by about lr per step, coherently across
-    heads at the start, so the sum of the H value maps moves by about H lr: at lr 0.01, d = 32, r = 1, H = 1024 the
-    loss jumped to 17 at step 100 and was still 0.69 at step 700. A quarter of an entry's initial scale 1 / sqrt(H d)
-    keeps it stable (d = 32, r = 8, H = 1024, 400 steps: 0.38 with temperature 4 against 0.50 at temperature 1).
-    """
-    return TrainConfig(
+    lr = min(0.01, 0.25 / sqrt(H d)) (`experiments.training.head_count_runs.head_count_lr` says why)."""
+    return head_count_run(
         task="nearest",
-        N=2,
-        keys="orthonormal",
-        model="theory",
-        layers=1,
-        value="full",
         d=d,
-        rank=r,
-        width=H * r // d,
+        r=r,
+        H=H,
         temperature=4.0,
-        lr=min(0.01, 0.25 / math.sqrt(H * d)),
+        seed=seed,
         steps=steps,
         batch_size=batch_size,
         log_every=max(50, steps // 60),
         checkpoint_every=max(100, steps // 5),
-        device="cpu",
-        seed=seed,
     )
 
 
