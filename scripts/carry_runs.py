@@ -13,8 +13,8 @@ them back into ``SWEEP_DIR/runs/<hash>/``, where re-running the sweep's command 
 
 Both check what they copy: a checkpoint is loaded and verified (`load_checkpoint`: its sha256 trailer and every
 field), must belong to the run directory's config and must agree with its metrics (the resume's own check,
-`experiments.training.loop`); anything else is refused in one line naming the file, exit 2. ``restore`` never overwrites a run directory that already
-holds a checkpoint. Run it from the repository root.
+`experiments.training.loop`); anything else is refused in one line naming the file, exit 2. ``restore`` never
+overwrites a run directory that already holds a started run. Run it from the repository root.
 """
 
 from __future__ import annotations

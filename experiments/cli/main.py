@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from experiments.allocator import reexec_with_allocator
 from experiments.cli import commands
 from experiments.cli.arguments import PARAMETER_ALIASES
 from experiments.cli.version import package_version
@@ -134,9 +135,15 @@ def select_plot_backend() -> None:
         matplotlib.use("Agg")
 
 
+LONG_COMMANDS = ("train", "sweep", "check")
+"""Commands that run under jemalloc (`experiments.allocator`): re-executed once, when started as a program."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     first = next((a for a in arguments if not a.startswith("-")), None)
+    if argv is None and first in LONG_COMMANDS:
+        reexec_with_allocator(("attnrank", "experiments.cli.main"))
     if first is None and "-h" not in arguments and "--help" not in arguments:
         first = ""  # --version or a usage error: no command module needs loading
     select_plot_backend()

@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from experiments.allocator import HELP as ALLOCATOR_HELP
 from experiments.cli.arguments import check_output_dir, check_output_file, path_argument
 from experiments.reporting.check import all_passed, figure_links, format_table, run_checks
 
@@ -32,6 +33,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="run every paper check and write reports/check.md",
         description="Run the paper checks (pytest paper_checks/) and print and write the claim table "
         "(claim, status, measured value, reference or bound, seconds). Exit status 0 only if every check passes.",
+        epilog=ALLOCATOR_HELP,
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(

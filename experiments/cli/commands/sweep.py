@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from experiments.allocator import HELP as ALLOCATOR_HELP
 from experiments.cli.arguments import path_argument
 from experiments.cli.output import emit
 from experiments.studies import PRESETS, get_preset
@@ -42,6 +43,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "by the hash of its resolved config, one directory per run in --out/runs/<hash>/. Re-running the same "
         "command skips finished runs and resumes unfinished ones from their checkpoints; a killed sweep loses no "
         f"finished result. Presets: {listing}.",
+        epilog=ALLOCATOR_HELP,
     )
     parser.add_argument("preset", metavar="PRESET", help=f"one of: {', '.join(PRESETS)}")
     parser.add_argument(

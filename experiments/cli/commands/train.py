@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from experiments.allocator import HELP as ALLOCATOR_HELP
 from experiments.cli.arguments import (
     check_memory,
     check_output_dir,
@@ -45,6 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "initialisation; the checkpoint's model if --out holds one) and writes nothing. The time per step (printed on "
         "stderr as the run goes) grows about linearly with batch x N and with the FFN and attention widths "
         "(docs/models.md).",
+        epilog=ALLOCATOR_HELP,
     )
     d = _DEFAULTS
     # Choices are validated by TrainConfig (not argparse), so a bad value is one line and exit status 2.
