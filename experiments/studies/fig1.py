@@ -23,6 +23,7 @@ from experiments.analysis.records import Record
 from experiments.config import TrainConfig
 from experiments.figures.sweeps import FIG1
 from experiments.reporting.curve_sections import CURVE_PROJECTIONS, DEPTH_LADDER, TRAINING_VS_POPULATION
+from experiments.reporting.milestone_section import MILESTONE_STATISTIC
 from experiments.sweeps.grading import (
     Claim,
     ScalingRule,
@@ -484,7 +485,7 @@ REPLAY_PRESET = Preset(
         "paper": "4 runs x 100k steps, each extending its cpu prefix",
     },
     rule=D64_CLAIM,
-    report_sections=(CURVE_PROJECTIONS, TRAINING_VS_POPULATION),
+    report_sections=(CURVE_PROJECTIONS, TRAINING_VS_POPULATION, MILESTONE_STATISTIC),
 )
 
 
