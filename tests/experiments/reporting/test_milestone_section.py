@@ -3,6 +3,8 @@ against the store's own rows."""
 
 from __future__ import annotations
 
+import csv
+import itertools
 import json
 import shutil
 import sqlite3
@@ -113,3 +115,26 @@ def test_a_milestone_fills_the_population_of_a_step_no_run_ended_at(tmp_path: Pa
     row = next(line for line in after if line.startswith("| d=64 L=3 r=32 | 20,000 |"))
     gap = 0.9 - float(seed1["final_loss"])  # the gap: the population minus the run's last epoch loss at 20k
     assert "1: 0.9 +- 0.001" in row and f"1: {gap:.3g}" in row
+
+
+def test_runs_and_their_extensions_are_one_curve_bitwise() -> None:
+    """In the committed replay store, every run and every longer run of the same config along the same schedule
+    (an extension, or the same run retrained from step 0 on another machine) agree exactly on every common epoch:
+    training loss and population error, as written with repr. What `lineages` relies on when it reads the longest."""
+    with sqlite3.connect(REPLAY / "results.sqlite") as db:
+        specs = {key: json.loads(spec) for key, spec in db.execute("SELECT hash, spec FROM runs WHERE kind = 'train'")}
+    groups: dict[str, list[str]] = {}
+    for key, spec in specs.items():
+        groups.setdefault(json.dumps({**spec, "steps": None}, sort_keys=True), []).append(key)
+    compared = 0
+    for name, column in (("curves.csv", "loss"), ("population.csv", "population")):
+        with (REPLAY / name).open(newline="", encoding="utf-8") as stream:
+            curves: dict[str, dict[str, str]] = {}
+            for row in csv.DictReader(stream):
+                curves.setdefault(row["hash"], {})[row["step"]] = row[column]
+        for members in groups.values():
+            for a, b in itertools.combinations([m for m in members if m in curves], 2):
+                common = curves[a].keys() & curves[b].keys()
+                assert common and all(curves[a][s] == curves[b][s] for s in common), (a[:12], b[:12], name)
+                compared += len(common)
+    assert compared >= 200  # the 20k run and its 40k extension share 200 epochs of loss (and 40 of population)
