@@ -160,7 +160,7 @@ def sweep_section(
         lines += extra_lines
         figures += drawn
     if preset.paper:
-        budgets = training_budgets(records)
+        budgets = training_budgets(r for r in records if r.get("status") == "finished") or [0]
         for budget in budgets:
             at_budget = [r for r in records if len(budgets) == 1 or r.get("steps") == budget]
             if len(budgets) > 1:
