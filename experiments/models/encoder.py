@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from experiments.model_kinds import LAYER_INITS, POSITIONALS
+from experiments.models.feed_forward import relu_feed_forward
 from experiments.models.spec import AttentionSpec
 from theory.validation import check_choice, check_int, check_real
 
@@ -95,7 +96,13 @@ class PaperEncoderLayer(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Args: x (B, N, D). Returns: (B, N, D)."""
         h = self.norm1(x + self.self_attn(x))  # (B, N, D)
-        return self.norm2(h + self.linear2(F.relu(self.linear1(h))))  # (B, N, D)
+        return self.norm2(h + self.feed_forward(h.reshape(-1, h.shape[-1])).view(h.shape))  # (B N, D) -> (B, N, D)
+
+    def feed_forward(self, h: torch.Tensor) -> torch.Tensor:
+        """linear2(relu(linear1(h))) on tokens h (M, D): (M, D), bitwise as written with F.linear and F.relu but with
+        fewer passes over the (M, ffn_dim) hidden activations (`feed_forward.relu_feed_forward`)."""
+        linear1, linear2 = self.linear1, self.linear2
+        return relu_feed_forward(h, linear1.weight, linear1.bias, linear2.weight, linear2.bias)  # (M, D)
 
     @torch.no_grad()
     def load_torch_layer(self, layer: nn.TransformerEncoderLayer) -> None:
