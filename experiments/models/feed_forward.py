@@ -1,11 +1,11 @@
 """The encoder's ReLU feed-forward block, W_2 relu(W_1 h + b_1) + b_2, as one autograd function.
 
 Why: at the paper's size (d = 64, FFN 2048, batch 256 x 16 tokens) the block's hidden activations are (4096, 2048)
-float32 tensors, 32 MiB each, and after the six matrix products the passes over them are the largest cost of a CPU
-training step (issue 51's profile). Written as ``F.linear``, ``F.relu``, ``F.linear``, autograd makes three such
-tensors per layer and step: the first product's output, the ReLU's output, and in backward ``threshold_backward``'s
-gradient beside the gradient the second product's backward made. This function makes one of each pass's tensors
-fewer:
+float32 tensors, 32 MiB each, and after the six matrix products the passes over them were the largest cost of a CPU
+training step (issue 51's profile, under glibc's malloc). Written as ``F.linear``, ``F.relu``, ``F.linear``,
+autograd makes three such tensors per layer and step: the first product's output, the ReLU's output, and in backward
+``threshold_backward``'s gradient beside the gradient the second product's backward made. This function makes one
+of each pass's tensors fewer:
 
 - forward: the ReLU is applied in place to the first product's output (legal: a product's backward needs its
   operands, never its output), so there is one hidden tensor, not two. (``F.relu(inplace=True)`` on
@@ -27,7 +27,14 @@ What is not removed, because removing it would change the rounding: ``addmm`` co
 (M, F) gradient over tokens. Folding the bias into the product (a column of ones) would remove both, but it sums in
 another order, so the losses would drift from those of runs made before it, and runs are extended bitwise.
 
-The composition is used instead of the function under autocast (the function's backward would meet bfloat16
+What it gains is small, because the passes it saves are small beside the products: measured on a loaded 2-core AMD
+EPYC under jemalloc (one thread, forward + backward of the block, thread CPU time), 0.98x the composition's time at
+(4096 tokens, D 64, F 2048) and 0.93x at (4096, 16, 256), but 1.06x at (1024, 16, 256) and 1.4x at (32, 8, 16),
+where the function's Python-level backward (about 0.1 ms a call) costs more than the passes it saves. So blocks whose
+hidden activations are smaller than `FUNCTION_MIN_HIDDEN_BYTES` keep the composition; either way the numbers are
+the same.
+
+The composition is also used instead of the function under autocast (the function's backward would meet bfloat16
 activations with float32 weights), while torch.compile traces (inductor fuses the block itself), and for
 non-contiguous weights (the layouts above assume contiguous ones). Not differentiable twice.
 """
@@ -39,6 +46,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
+
+FUNCTION_MIN_HIDDEN_BYTES = 4 * 2**20
+"""Smallest (.., M, F) hidden activations that go through the function rather than the composition (module docstring):
+the paper's d = 64 cell (32 MiB) does, the cpu-scale cells (d = 16, FFN 256, 128 x 8 tokens: 1 MiB) do not."""
 
 
 def _product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
@@ -148,8 +159,10 @@ def relu_feed_forward(
             f"x must be (M, D) with 2-D weights or (K, M, D) with 3-D weights, got x {tuple(x.shape)}, "
             f"w1 {tuple(w1.shape)}, w2 {tuple(w2.shape)}"
         )
+    hidden_bytes = x.shape[:-1].numel() * w1.shape[-2] * x.element_size()
     if (
-        torch.is_autocast_enabled(x.device.type)
+        hidden_bytes < FUNCTION_MIN_HIDDEN_BYTES
+        or torch.is_autocast_enabled(x.device.type)
         or torch.compiler.is_compiling()
         or not (w1.is_contiguous() and w2.is_contiguous())
     ):

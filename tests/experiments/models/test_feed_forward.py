@@ -5,7 +5,8 @@
 gradients must be equal bit for bit (``torch.equal``), not merely close. The same holds one level up: the encoder layer
 and the packed encoder's block against the formulas they used before the function existed, written out here.
 Sizes include the paper's hidden width in float32 (where sums over 2048 products round differently in any other order,
-see the negative control) as well as odd, small ones in float64.
+see the negative control) as well as odd, small ones in float64; every check runs through the autograd function and
+through the composition that small blocks take instead (`FUNCTION_MIN_HIDDEN_BYTES`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from experiments.config import TrainConfig
-from experiments.models import packed
+from experiments.models import feed_forward, packed
 from experiments.models.encoder import PaperEncoder, PaperEncoderLayer
 from experiments.models.feed_forward import relu_feed_forward
 from experiments.models.packed import PackedEncoder, pack_models
@@ -64,9 +65,18 @@ CASES = [  # (B, N, D, F, dtype, bias)
 ]
 
 
+@pytest.fixture(params=["function", "composition"])
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every case runs twice: through the autograd function (any size) and through the composition it falls back to
+    below `FUNCTION_MIN_HIDDEN_BYTES` (every size); both must be bitwise the reference."""
+    limit = 0 if request.param == "function" else 2**62
+    monkeypatch.setattr(feed_forward, "FUNCTION_MIN_HIDDEN_BYTES", limit)
+    return str(request.param)
+
+
 @pytest.mark.parametrize(("B", "N", "D", "Fw", "dtype", "bias"), CASES)
 def test_function_is_bitwise_the_linear_relu_linear_composition(
-    B: int, N: int, D: int, Fw: int, dtype: torch.dtype, bias: bool
+    path: str, B: int, N: int, D: int, Fw: int, dtype: torch.dtype, bias: bool
 ) -> None:
     """Tokens as the encoder layer feeds them: (B, N, D) for the composition, (B N, D) for the function."""
     w1, b1, w2, b2 = _weights(None, D, Fw, dtype, bias, seed=B + Fw)
@@ -85,7 +95,7 @@ def test_function_is_bitwise_the_linear_relu_linear_composition(
     ("K", "M", "D", "Fw", "dtype", "bias"), [(3, 256, 64, 512, torch.float32, True), (2, 5, 3, 4, torch.float64, False)]
 )
 def test_packed_form_is_bitwise_the_batched_composition(
-    K: int, M: int, D: int, Fw: int, dtype: torch.dtype, bias: bool
+    path: str, K: int, M: int, D: int, Fw: int, dtype: torch.dtype, bias: bool
 ) -> None:
     """K runs: baddbmm (bmm without biases) with the transposed weights, relu, baddbmm, as the packed model did."""
     w1, b1, w2, b2 = _weights(K, D, Fw, dtype, bias, seed=K)
@@ -106,7 +116,7 @@ def test_packed_form_is_bitwise_the_batched_composition(
     _assert_bitwise(_grads(ours, probe, leaves), _grads(reference, probe, leaves))
 
 
-def test_negative_control_another_summation_order_is_not_bitwise() -> None:
+def test_negative_control_another_summation_order_is_not_bitwise(path: str) -> None:
     """The bitwise checks above are sharp: at the paper's hidden width, summing the first bias's gradient in
     another order (two halves of the tokens, then their sum) already changes float32 bits."""
     w1, b1, w2, b2 = _weights(None, 64, 2048, torch.float32, True, seed=5)
@@ -124,7 +134,8 @@ def test_negative_control_another_summation_order_is_not_bitwise() -> None:
     assert not torch.equal(split, grad_b1)  # ... rounded differently
 
 
-def test_autocast_uses_the_composition() -> None:
+def test_autocast_uses_the_composition(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(feed_forward, "FUNCTION_MIN_HIDDEN_BYTES", 0)
     """Under bfloat16 autocast the function is the plain composition (bitwise), forward and backward."""
     w1, b1, w2, b2 = _weights(None, 8, 16, torch.float32, True, seed=7)
     assert w1 is not None and w2 is not None
@@ -138,7 +149,8 @@ def test_autocast_uses_the_composition() -> None:
     _assert_bitwise(_grads(ours, probe, leaves), _grads(reference, probe, leaves))
 
 
-def test_not_differentiable_twice() -> None:
+def test_not_differentiable_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(feed_forward, "FUNCTION_MIN_HIDDEN_BYTES", 0)
     w1, b1, w2, b2 = _weights(None, 3, 5, torch.float64, True, seed=8)
     x = torch.randn(4, 3, dtype=torch.float64).requires_grad_()
     assert w1 is not None and w2 is not None
@@ -155,7 +167,7 @@ def test_shapes_are_checked() -> None:
 
 
 # ------------------------------------------------------------------------------------------- one level up: models
-def test_encoder_forward_and_gradients_are_bitwise_the_written_out_layer() -> None:
+def test_encoder_forward_and_gradients_are_bitwise_the_written_out_layer(path: str) -> None:
     """A float32 two-layer encoder at the paper's d and FFN width against the same layers computed with
     norm1(x + attention(x)), then norm2(h + F.linear(F.relu(F.linear(h, W1, b1)), W2, b2)): every parameter's
     gradient bitwise."""
@@ -180,7 +192,7 @@ def test_encoder_forward_and_gradients_are_bitwise_the_written_out_layer() -> No
     )
 
 
-def test_packed_block_is_bitwise_the_written_out_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_packed_block_is_bitwise_the_written_out_chunks(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The packed encoder's feed-forward block (several chunks of runs) against baddbmm, relu, baddbmm per chunk."""
     configs = [TrainConfig(task="farthest", d=8, N=4, ffn_dim=16, batch_size=4, rank=4, seed=s) for s in range(3)]
     task = build_run(configs[0], torch.device("cpu"))[0]
@@ -201,3 +213,20 @@ def test_packed_block_is_bitwise_the_written_out_chunks(monkeypatch: pytest.Monk
     assert torch.equal(ours, reference)
     leaves = [h, w1, b1, w2, b2]
     _assert_bitwise(_grads(ours, probe, leaves), _grads(reference, probe, leaves))
+
+
+def test_the_paper_cell_takes_the_function_and_the_cpu_cell_the_composition(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which path a block takes goes by the size of its hidden activations (the numbers are the same either way)."""
+    taken: list[str] = []
+
+    def spy(*args: torch.Tensor) -> torch.Tensor:
+        taken.append("function")
+        return args[0]
+
+    monkeypatch.setattr(feed_forward._ReluFeedForward, "apply", spy)
+    for M, D, Fw in ((256 * 16, 64, 2048), (128 * 8, 16, 256)):
+        w1, b1, w2, b2 = _weights(None, D, Fw, torch.float32, True, seed=M)
+        assert w1 is not None and w2 is not None
+        relu_feed_forward(torch.zeros(M, D), w1, b1, w2, b2)
+        taken.append("|")
+    assert taken == ["function", "|", "|"]
