@@ -80,6 +80,7 @@ PAPER_CELL = {
     "layer_init": "copies",
     "steps": 100_000,
     "warmup_steps": 5000,
+    "warmup_fraction": 0.0,
     "schedule_steps": 100_000,
 }
 """fig1's paper-scale cell (the reference recipe's widths, batch and schedule)."""
@@ -357,7 +358,9 @@ def main(argv: list[str] | None = None) -> int:
             "threads": torch.get_num_threads(),
             "revision": _git("rev-parse", "--short=12", "HEAD") + (" (modified)" if dirty else ""),
             "allocator": allocator,
-            "cell": {k: v for k, v in cell.items() if k not in ("steps", "warmup_steps", "schedule_steps")},
+            "cell": {
+                k: v for k, v in cell.items() if k not in ("steps", "warmup_steps", "warmup_fraction", "schedule_steps")
+            },
             "repeats": args.repeats,
             "inner": args.inner,
             "warmup": args.warmup,
