@@ -286,9 +286,11 @@ def _print(row: dict[str, Any]) -> None:
 
 
 def record(folder: Path, rows: list[dict[str, Any]], meta: dict[str, Any], tiny: bool) -> Path:
-    """Write bench_cpu_step_DATE[-tiny].{json,md} into ``folder``; returns the stem."""
+    """Write bench_cpu_step_DATE[-system-malloc][-tiny].{json,md} into ``folder`` (the suffix when jemalloc was not
+    mapped, so that the two allocators' records of one day sit side by side); returns the stem."""
     folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / f"bench_cpu_step_{datetime.date.today().isoformat()}{'-tiny' if tiny else ''}"
+    malloc = "" if meta["allocator"]["jemalloc_mapped"] else "-system-malloc"
+    stem = folder / f"bench_cpu_step_{datetime.date.today().isoformat()}{malloc}{'-tiny' if tiny else ''}"
     stem.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n", encoding="utf-8")
     alloc = meta["allocator"]
     lines = [
@@ -330,7 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inner", type=int, default=2, help="steps per path per round (>= 1, default 2)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per path before timing (default 3)")
     parser.add_argument("--tiny", action="store_true", help="a rehearsal: d = 8 cells that run in seconds")
-    parser.add_argument("--record", type=Path, help="folder to write bench_cpu_step_DATE[-tiny].{json,md} into")
+    parser.add_argument(
+        "--record", type=Path, help="folder to write bench_cpu_step_DATE[-system-malloc][-tiny].{json,md} into"
+    )
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.inner < 1 or args.warmup < 0:
         parser.error("--repeats and --inner must be >= 1 and --warmup >= 0")
