@@ -8,7 +8,7 @@ Bounds (Theorem 2, Fact 1):
     min_heads(d, r, eps) -> int                    the fewest heads the bound allows for error eps
     full_rank_error(d, temperature) -> float       the exact error of Fact 1's single full-rank softmax head
 Constructions, as weight files (safetensors):
-    save_full_rank, construct_random_features, build_majority_vote / save_majority_vote,
+    save_full_rank, construct_random_features / save_random_features, build_majority_vote / save_majority_vote,
     build_biased_construction / save_biased_construction, load_weights, save_weights
 Evaluating and exporting:
     evaluate(path, task=..., N=..., samples=..., seed=...) -> dict   Monte Carlo error next to the file's prediction
@@ -22,6 +22,9 @@ Training and sweeping:
     TrainConfig, train(config, out_dir), train_packed(configs, out_dirs) (K runs in one process and one step),
     load_trained_model(out_dir) (in the run's recorded precision: a float64 import comes back float64)
     PRESETS, run_sweep(preset, scale, out)
+Reading a store (a sweep's --out directory, or a committed one under results/):
+    read_store(directory) -> [RunRow]   every run: spec, status, metrics (population error, theorem2, ...)
+    read_curves(directory, column="loss" | "population") -> {run hash: [(step, value)]}   its training curves
 The paper's training data (docs/training.md, "Training data"):
     reference_training_set(d, N, batch_size, batches, seed, workers=7) -> (X, target)   the reference's fixed set,
         bitwise, each (batches, batch_size, N, d) float32
@@ -34,12 +37,13 @@ from constructions.export_torch import stock_attention, torch_mha_export
 from constructions.full_rank import save_full_rank
 from constructions.import_torch import import_torch_mha, torch_mha_import
 from constructions.majority_vote import build_majority_vote, save_majority_vote
-from constructions.random_features import construct_random_features
+from constructions.random_features import construct_random_features, save_random_features
 from constructions.weights_io import WeightFile, load_weights, save_weights
 from experiments.cli.version import package_version
 from experiments.config import TrainConfig, TrainResult
 from experiments.models.reference_layout import reference_state_from_encoder
 from experiments.studies import PRESETS, run_sweep
+from experiments.sweeps.readers import read_curves, read_store
 from experiments.training.imported_run import import_reference_encoder
 from experiments.training.loop import train
 from experiments.training.packed import train_packed
@@ -67,12 +71,15 @@ __all__ = [
     "load_weights",
     "min_heads",
     "rank_lower_bound",
+    "read_curves",
+    "read_store",
     "reference_state_from_encoder",
     "reference_training_set",
     "run_sweep",
     "save_biased_construction",
     "save_full_rank",
     "save_majority_vote",
+    "save_random_features",
     "save_weights",
     "stock_attention",
     "torch_mha_export",

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,7 @@ import scipy.optimize
 import scipy.sparse.linalg
 import torch
 
+from constructions.weights_io import save_weights
 from theory.attention import multihead_attention
 from theory.kernels import head_target_kernel
 from theory.monte_carlo import MonteCarloEstimate, estimate_error
@@ -61,7 +63,9 @@ from theory.validation import (
     check_dimension,
     check_generator,
     check_heads,
+    check_instance,
     check_int,
+    check_output_file,
     check_real,
 )
 
@@ -730,3 +734,23 @@ def random_features_metadata(construction: RandomFeatureConstruction, seed: int)
         "distribution": construction.distribution,
         "solver": construction.weights.method,
     }
+
+
+def save_random_features(path: str | Path, construction: RandomFeatureConstruction, seed: int) -> Path:
+    """Write a construction as a single-layer hardmax weight file (Q_h = q_h, K_h = k_h, V_h = a_h I; task nearest,
+    N = 2), so that `attnrank eval`, `export` and the public `evaluate` read it like any other construction.
+
+    Args:
+        path: output file.
+        construction: the heads and their output weights (construct_random_features).
+        seed: the seed the heads were drawn with (stored as metadata; an integer >= 0).
+
+    Returns:
+        The path written.
+    """
+    path = check_output_file("path", path)
+    what = "a RandomFeatureConstruction (construct_random_features)"
+    construction = check_instance("construction", construction, RandomFeatureConstruction, what)
+    seed = check_int("seed", seed, minimum=0, maximum=2**63 - 1)
+    tensors = attention_weights_of(construction.q, construction.k, construction.weights.a)
+    return save_weights(path, tensors, random_features_metadata(construction, seed))

@@ -93,6 +93,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
         export=attnrank.torch_mha_export(loaded),
         majority_vote=attnrank.build_majority_vote(3, 3, np.random.default_rng(0), predict=False),
         biased=attnrank.build_biased_construction(2),
+        random_features=attnrank.construct_random_features(3, 4, np.random.default_rng(0)),
         state=module.state_dict(),
         encoder=PaperEncoder(4, AttentionSpec(2, width=2), layers=1, ffn_dim=6, positional="additive", max_length=5),
     )
@@ -290,6 +291,8 @@ def _rng(box: Sandbox) -> np.random.Generator:
 
 RNG_JUNK = fixed(st.one_of(others(), st.just(np.random.RandomState(0))))
 TRAIN_CONFIG_FIELDS = {f.name: str(f.type) for f in dataclasses.fields(TrainConfig)}
+COMMITTED_STORE = Path(__file__).resolve().parents[1] / "results" / "finite-set-cpu"
+"""A store the readers read (read only: the sandbox's byte check covers the files the calls could write)."""
 SWEEP = {"preset": "smoke", "scale": "quick", "out": "newsweep", "workers": 1, "progress": False}
 
 ENTRIES: dict[str, Entry] = {
@@ -327,6 +330,10 @@ ENTRIES: dict[str, Entry] = {
     "construct_random_features": Entry(
         lambda box: {"d": 3, "H": 4, "rng": _rng(box), "distribution": "uniform-cosine"},
         {"d": fixed(ints(2)), "H": fixed(ints(1)), "rng": RNG_JUNK, "distribution": fixed(choices(DISTRIBUTIONS))},
+    ),
+    "save_random_features": Entry(
+        lambda box: {"path": "new.safetensors", "construction": box.objects["random_features"], "seed": 0},
+        {"path": output_paths, "construction": fixed(others()), "seed": fixed(ints(0, 2**63 - 1))},
     ),
     "build_majority_vote": Entry(
         lambda box: {"d": 3, "heads": 3, "rng": _rng(box), "temperature": math.inf, "predict": False},
@@ -457,6 +464,11 @@ ENTRIES: dict[str, Entry] = {
             "rebuild": fixed(switches()),
             "only": fixed(st.one_of(st.just({"nokey": 3}), st.just({"seed": -7}))),  # no such field; matches no run
         },
+    ),
+    "read_store": Entry(lambda box: {"directory": COMMITTED_STORE}, {"directory": input_dirs}),
+    "read_curves": Entry(
+        lambda box: {"directory": COMMITTED_STORE, "column": "population"},
+        {"directory": input_dirs, "column": fixed(choices(("loss", "population")))},
     ),
     "import_torch_mha": Entry(
         lambda box: {"path": box.state_dict, "num_heads": 1, "out": "imported.safetensors"},

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 
 from constructions.random_features import (
     DISTRIBUTIONS,
-    attention_weights_of,
     budget_curve,
     constrained_output_weights,
     construct_random_features,
@@ -27,12 +26,12 @@ from constructions.random_features import (
     optimal_output_weights,
     prefix_errors,
     random_feature_curve,
-    random_features_metadata,
     sample_heads,
+    save_random_features,
     target_kernel,
     weight_error,
 )
-from constructions.weights_io import load_weights, save_weights
+from constructions.weights_io import load_weights
 from tests.strategies import dimensions, head_counts, seeds
 from theory.kernels import head_kernel_matrix
 from theory.monte_carlo import DEFAULT_Z
@@ -182,12 +181,9 @@ def test_random_feature_curve_shape_and_monotonicity() -> None:
 
 def test_weight_file_round_trip_and_evaluation(tmp_path) -> None:
     construction = construct_random_features(6, 12, np.random.default_rng(11))
-    path = save_weights(
-        tmp_path / "rf.safetensors",
-        attention_weights_of(construction.q, construction.k, construction.weights.a),
-        random_features_metadata(construction, seed=11),
-    )
+    path = save_random_features(tmp_path / "rf.safetensors", construction, seed=11)
     loaded = load_weights(path)
+    assert loaded.metadata["seed"] == "11"  # metadata is text on disk (README, "Weight files")
     assert loaded.metadata["construction"] == "random-features"
     assert loaded.metadata["r"] == 1 and loaded.metadata["H"] == 12 and loaded.metadata["N"] == 2
     assert loaded.metadata["task"] == "nearest" and loaded.metadata["distribution"] == "uniform-cosine"
