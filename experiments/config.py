@@ -35,6 +35,10 @@ have it (10-bit mantissa inputs, fp32 accumulation); recorded in the config and 
 CAPTURES = ("none", "graph", "compile")
 """How a CUDA run replays its training step: eagerly, as one CUDA graph captured with ``torch.cuda.graph``, or through
 ``torch.compile(mode="reduce-overhead")``. Only active on CUDA (a CPU run steps eagerly whatever it says)."""
+LR_INTERVALS = ("step", "epoch")
+"""How often the learning rate changes along its schedule: every optimiser step (the schedule of every run before issue
+49), or once per epoch as the reference implementation's scheduler steps it (`experiments.training.schedule`: a
+staircase that starts at 0 in the first epoch)."""
 EXECUTION_FIELDS = ("device", "checkpoint_every", "capture")
 """Fields that do not change a run's result and are left out of :meth:`TrainConfig.config_hash`."""
 LATER_FIELDS = {
@@ -51,6 +55,7 @@ LATER_FIELDS = {
     "matmul_precision": "highest",
     "train_batches": 0,
     "data_seed": None,
+    "lr_interval": "step",
 }
 """Fields added after 0.1.0, hashed only when they differ from these defaults (so 0.1.0 result stores still match)."""
 MAX_STEPS = 10**9
@@ -218,6 +223,7 @@ class TrainConfig:
     capture: str = "none"
     train_batches: int = 0
     data_seed: int | None = None
+    lr_interval: str = "step"
 
     def __post_init__(self) -> None:
         check_choice("task", self.task, TASKS)
@@ -367,7 +373,8 @@ class TrainConfig:
 
         schedule_steps = 0 means the schedule ends where the run does (``steps``); otherwise it must be >= steps, and
         the run stops at ``steps`` partway along it. warmup_steps > 0 (an absolute warm-up) excludes warmup_fraction
-        (which must then be 0) and must be shorter than the schedule.
+        (which must then be 0) and must be shorter than the schedule. With lr_interval "epoch" the rate changes once
+        per epoch of log_every steps, so the schedule and its warm-up must be whole numbers of epochs.
         """
         schedule = check_int("schedule_steps", self.schedule_steps, minimum=0, maximum=MAX_STEPS)
         warmup = check_int("warmup_steps", self.warmup_steps, minimum=0, maximum=MAX_STEPS)
@@ -391,6 +398,16 @@ class TrainConfig:
                 f"{self.schedule_length}) = {self.warmup_length} warm-up steps of a {self.schedule_length}-step "
                 "schedule (the same rule as warmup_steps)"
             )
+        check_choice("lr_interval", self.lr_interval, LR_INTERVALS)
+        if self.lr_interval == "epoch":
+            epoch = self.log_every
+            for name, length in (("schedule_steps", self.schedule_length), ("warmup_steps", self.warmup_length)):
+                if length % epoch:
+                    raise ValueError(
+                        f"{name} must be a whole number of epochs (log_every = {epoch} steps) when lr_interval is "
+                        f"'epoch' (the learning rate changes once per epoch), got {length} steps"
+                        + (" (the schedule's length: schedule_steps, or steps)" if name == "schedule_steps" else "")
+                    )
 
     @property
     def schedule_length(self) -> int:

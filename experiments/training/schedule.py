@@ -4,12 +4,17 @@ docs/paper.md section 6: AdamW (lr 0.01, betas (0.9, 0.95), no weight decay), wa
 The schedule's length is ``TrainConfig.schedule_length`` (``schedule_steps``, or the run's ``steps``) and its warm-up
 ``TrainConfig.warmup_length`` (``warmup_steps``, or a fraction of the length), so a run of 20k steps can follow the
 first fifth of a 100k-step schedule and be extended along it later (`TrainConfig.extends`).
+
+The rate changes every step (``lr_interval`` "step", :func:`lr_factor`) or once per epoch (``lr_interval`` "epoch",
+:func:`epoch_lr_factor`): the reference implementation hands its warm-up-and-cosine scheduler to Lightning, which steps
+it at the end of every epoch, so each epoch trains at one rate and the first at 0 (docs/paper.md section 6). Either
+way the factor of a step depends on the schedule alone, never on where a run stops or resumes.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -29,6 +34,38 @@ def lr_factor(step: int, steps: int, warmup: int) -> float:
         return (step + 1) / warmup
     remaining = max(steps - warmup, 1)
     return 0.5 * (1.0 + math.cos(math.pi * (step - warmup) / remaining))
+
+
+def epoch_lr_factor(step: int, epoch_steps: int, steps: int, warmup: int) -> float:
+    """Learning-rate multiplier of optimiser step ``step`` (0-based) when the rate changes once per epoch of
+    ``epoch_steps`` steps: the reference's scheduler, stepped at the end of every epoch as Lightning steps it.
+
+    With E = steps / epoch_steps epochs, W = warmup / epoch_steps warm-up epochs (both whole) and e = step //
+    epoch_steps the step's epoch:
+
+    - e < W: e / (W - 1), and 0 in epoch 0 (the reference's warm-up starts at its ``warmup_start_lr`` = 0 and climbs
+      in W - 1 equal steps, so its last warm-up epoch already trains at the peak);
+    - e >= W: (1 + cos(pi (e - W) / (E - W))) / 2, the cosine from the peak towards 0 (the reference's floor
+      ``eta_min = lr // 10`` is 0 for every lr < 10).
+
+    The reference writes the same values as a recursion (each epoch's rate from the last); the two agree to rounding
+    (tests/experiments/training/test_schedule_extension.py). With W = 0 this is the cosine alone from epoch 0; the
+    reference's own scheduler at W = 0 never leaves its starting rate 0, which is why `attnrank sweep --reference`
+    refuses fewer than 20 epochs (W = max_epochs // 20).
+    """
+    epoch, epochs, warmup_epochs = step // epoch_steps, steps // epoch_steps, warmup // epoch_steps
+    if epoch < warmup_epochs:
+        return 0.0 if epoch == 0 else epoch / (warmup_epochs - 1)
+    return 0.5 * (1.0 + math.cos(math.pi * (epoch - warmup_epochs) / (epochs - warmup_epochs)))
+
+
+def schedule_factor(config: TrainConfig) -> Callable[[int], float]:
+    """The multiplier of the peak learning rate at each optimiser step of ``config``'s run (its ``lr_interval``)."""
+    steps, warmup = config.schedule_length, config.warmup_length
+    if config.lr_interval == "epoch":
+        epoch_steps = config.log_every
+        return lambda step: epoch_lr_factor(step, epoch_steps, steps, warmup)
+    return lambda step: lr_factor(step, steps, warmup)
 
 
 OPTIMIZER_KINDS = ("default", "fused", "capturable")
@@ -57,7 +94,8 @@ def make_optimizer(
 
     Args:
         parameters: the tensors to train (one model's, or the stacked parameters of a pack).
-        config: lr, betas, weight_decay and the schedule (`TrainConfig.schedule_length`, `warmup_length`).
+        config: lr, betas, weight_decay and the schedule (`TrainConfig.schedule_length`, `warmup_length`,
+            `lr_interval`: :func:`schedule_factor`).
         kind: the AdamW implementation (`OPTIMIZER_KINDS`, `optimizer_kind`); "capturable" holds the learning rate
             as a float32 tensor on the parameters' device (the scheduler fills it in place each step).
 
@@ -75,8 +113,7 @@ def make_optimizer(
     optimizer = torch.optim.AdamW(
         tensors, lr=config.lr, betas=config.betas, weight_decay=config.weight_decay, **options
     )
-    steps, warmup = config.schedule_length, config.warmup_length
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, steps, warmup))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule_factor(config))
     if kind == "capturable":  # after the scheduler's first step, so initial_lr and base_lrs stay Python floats
         for group in optimizer.param_groups:
             group["lr"] = torch.tensor(group["lr"], dtype=torch.float32, device=tensors[0].device)
