@@ -401,12 +401,15 @@ class TrainConfig:
         check_choice("lr_interval", self.lr_interval, LR_INTERVALS)
         if self.lr_interval == "epoch":
             epoch = self.log_every
-            for name, length in (("schedule_steps", self.schedule_length), ("warmup_steps", self.warmup_length)):
+            lengths = (
+                ("schedule_steps", self.schedule_length, "the schedule's length: schedule_steps, or steps"),
+                ("warmup_steps", self.warmup_length, "the warm-up: warmup_steps, or warmup_fraction x the schedule"),
+            )
+            for name, length, what in lengths:
                 if length % epoch:
                     raise ValueError(
                         f"{name} must be a whole number of epochs (log_every = {epoch} steps) when lr_interval is "
-                        f"'epoch' (the learning rate changes once per epoch), got {length} steps"
-                        + (" (the schedule's length: schedule_steps, or steps)" if name == "schedule_steps" else "")
+                        f"'epoch' (the learning rate changes once per epoch), got {length} steps ({what})"
                     )
 
     @property

@@ -1,21 +1,25 @@
 """Configuration files as plain mappings: YAML (PyYAML's safe loader) or JSON, checked, never trusted.
 
-`attnrank train --config FILE` and `attnrank sweep --reference CONFIG [SWEEP]` read their files here. A file is read
+`attnrank train --config FILE` (:func:`read_train_config`) and `attnrank sweep --reference CONFIG [SWEEP]` read their
+files here. A file is read
 as untrusted input: an unreadable file, a syntax error, a document that is not a mapping, a key given twice in one
 mapping (YAML and JSON parsers keep the last one silently; here it is refused, since the other value was written for a
 reason) or a tag outside YAML's plain types (the safe loader refuses ``!!python/...``) is one ValueError naming the
 file, and the line where the parser says so.
 
-Torch-free and free of the rest of the package, like `experiments.json_files`.
+Torch-free, like `experiments.config`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from experiments.config import TrainConfig
 
 JSON_SUFFIXES = (".json",)
 """Suffixes read as JSON; every other file is read as YAML (of which JSON is nearly a subset)."""
@@ -94,3 +98,26 @@ def load_mapping(path: Path | str) -> dict[str, Any]:
         raise ValueError(f"{path}: every top-level key must be a name, got {strange[0]!r}")
     return data
 
+
+def read_train_config(path: Path | str) -> dict[str, Any]:
+    """The TrainConfig fields a run's configuration file gives (checked by name, not yet by value).
+
+    The file is either a mapping of TrainConfig fields (any subset; the others keep their defaults) or the
+    ``config.json`` a run writes (`experiments.training.run_directory.config_record`), whose ``config`` entry holds
+    them (its provenance, hash and device entries describe where it ran and are not read). ValueError naming the file
+    and the key for a key that is no field.
+    """
+    data = load_mapping(path)
+    if isinstance(data.get("config"), dict) and "config_hash" in data:  # a run directory's config.json
+        data = data["config"]
+        strange = [key for key in data if not isinstance(key, str)]
+        if strange:
+            raise ValueError(f"{path}: every key of config must be a name, got {strange[0]!r}")
+    known = [f.name for f in dataclasses.fields(TrainConfig)]
+    unknown = [key for key in data if key not in known]
+    if unknown:
+        raise ValueError(f"{path}: {unknown[0]} is no run field (fields: {', '.join(known)})")
+    values = dict(data)
+    if isinstance(values.get("betas"), list):
+        values["betas"] = tuple(values["betas"])
+    return values

@@ -66,6 +66,7 @@ def describe_presets(known_fields: Collection[str] | None = None) -> dict[str, A
             "scales": {
                 scale: [f"{spec_kind(s)}:{full_spec_digest(s.to_dict(), known_fields)}" for s in preset.runs(scale)]
                 for scale in preset.scales
+                if not getattr(preset, "files_only", False)  # its runs come from files (attnrank sweep --reference)
             },
         }
     return described

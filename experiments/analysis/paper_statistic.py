@@ -85,7 +85,9 @@ def paper_statistic(records: Sequence[Record]) -> list[CellStatistic]:
     runs = [
         r
         for r in records
-        if r.get("kind", "train") == "train" and r.get("status") == "finished" and _number(r.get("best_loss")) is not None
+        if r.get("kind", "train") == "train"
+        and r.get("status") == "finished"
+        and _number(r.get("best_loss")) is not None
     ]
     varying = [name for name in _CELL_FIELDS if len({repr(r.get(name)) for r in runs}) > 1]
     cells: dict[tuple[tuple[str, Any], ...], list[Record]] = {}

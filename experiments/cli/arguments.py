@@ -20,13 +20,17 @@ from theory.validation import check_output_dir as check_output_dir_argument
 from theory.validation import check_output_file as check_output_file_argument
 
 __all__ = [
+    "GIVEN",
     "PARAMETER_ALIASES",
+    "GivenFlag",
+    "GivenSwitch",
     "available_memory",
     "check_memory",
     "check_output_dir",
     "check_output_file",
     "finite_float",
     "format_bytes",
+    "given_flags",
     "path_argument",
     "temperature_argument",
 ]
@@ -104,3 +108,35 @@ def _flag_refusal(check: Callable[[str, Any], Path], path: str | Path, flag: str
         return check(flag, path)
     except OSError as exc:
         raise ValueError(f"{exc.strerror}: {exc.filename}" if exc.filename else str(exc)) from exc
+
+
+GIVEN = "given_flags"
+"""The namespace attribute listing the destinations of the flags typed on the command line (`GivenFlag`)."""
+
+
+def _record_given(namespace: argparse.Namespace, dest: str) -> None:
+    given = set(getattr(namespace, GIVEN, ()))
+    given.add(dest)
+    setattr(namespace, GIVEN, given)
+
+
+class GivenFlag(argparse._StoreAction):
+    """argparse's store action that also records that the flag was typed (so a flag can override a config file
+    while an untyped flag's default does not)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: Any = None):  # type: ignore[no-untyped-def]
+        super().__call__(parser, namespace, values, option)
+        _record_given(namespace, self.dest)
+
+
+class GivenSwitch(argparse._StoreTrueAction):
+    """argparse's ``store_true`` that also records that the switch was typed (:class:`GivenFlag`)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: Any = None):  # type: ignore[no-untyped-def]
+        super().__call__(parser, namespace, values, option)
+        _record_given(namespace, self.dest)
+
+
+def given_flags(args: argparse.Namespace) -> set[str]:
+    """The destinations of the flags typed on the command line (those added with `GivenFlag` / `GivenSwitch`)."""
+    return set(getattr(args, GIVEN, ()))

@@ -28,9 +28,7 @@ def series_label(cell: CellStatistic) -> str:
     return " ".join(parts) or "all"
 
 
-def plot_paper_statistic(
-    cells: Sequence[CellStatistic], paper: Sequence[PaperPoint], path: Path, title: str
-) -> Path:
+def plot_paper_statistic(cells: Sequence[CellStatistic], paper: Sequence[PaperPoint], path: Path, title: str) -> Path:
     """Draw ``cells`` (rank on a log2 axis, log loss) with ``paper``'s values as crosses; return ``path``."""
     panels = sorted({int(c.field("layers")) for c in cells})
     fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 3.9), squeeze=False, sharey=True)

@@ -73,6 +73,8 @@ def parameter_line(records: Sequence[Record]) -> str:
         parts.append(f"of a {_joined(schedule)}-step schedule")
     if warmup and warmup != [0]:
         parts.append(f"warm-up {_joined(warmup)} steps")
+    if "epoch" in _values(records, "lr_interval"):  # absent from earlier stores' records, which read as before
+        parts.append("lr stepped once per epoch")
     lr = _values(records, "lr")
     if lr:
         parts.append(f"lr {_joined(lr)}")

@@ -54,10 +54,11 @@ def paper_statistic_section(
         "",
         "The paper's figure plots, per cell, the minimum over the cell's runs of each run's lowest epoch-mean "
         "training loss (on a replayed set, a loss on that set); the column 'paper's statistic' computes exactly that "
-        "from our runs, naming the run it picks, and 'runs' the spread it was picked from (lowest - highest "
-        "over the cell's runs). Beside it: the population error of the picked run on held-out samples no run trains "
-        "on (mean +- standard error), the range of population errors over the cell's runs, and the gap (picked run's "
-        "population error minus the paper's statistic), which the theorems, bounding the population error, see.",
+        "from our runs, naming the run it picks, and 'spread over runs' the values it was picked from (lowest - "
+        "highest over the cell's runs). Beside it: the population error of the picked run on held-out samples no "
+        "run trains on (mean +- standard error), the range of population errors over the cell's runs, and the gap "
+        "(picked run's population error minus the paper's statistic), which the theorems, bounding the population "
+        "error, see.",
         "",
         "| cell | runs | paper's statistic (picked run) | spread over runs | population error of the picked run | "
         "population over runs | gap | paper |",

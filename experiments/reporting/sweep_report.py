@@ -195,7 +195,7 @@ def sweep_section(
             lines += ["", paper_regime_note(trained)]
         lines.append("")
     else:
-        lines += ["The paper publishes no numbers for this experiment; ours are the reference.", ""]
+        lines += [preset.paper_note, ""]
     if scale == LONG:
         scaling_lines, drawn = scaling_section(preset, every_run, out, scale)
         lines += scaling_lines

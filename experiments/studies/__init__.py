@@ -42,6 +42,7 @@ STUDY_NAMES = (
     "conjecture6",
     "depth",
     "tightness",
+    "reference",
     "smoke",
 )
 """The registry: every figure and study module of this package by name, in the order the presets are listed

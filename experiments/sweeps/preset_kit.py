@@ -100,6 +100,9 @@ class Preset:
             preset that states no finding (smoke).
         scaling_rules: the long scale's deciding comparisons (`experiments.sweeps.grading.ScalingRule`).
         report_sections: the report sections of its own (:class:`ReportSection`; tightness: its bands).
+        files_only: its runs are built from files when a sweep starts (``attnrank sweep --reference``): the preset
+            names that sweep in a store and says how it is reported, and its one scale holds no runs of its own.
+        paper_note: what the report says where the preset has no published numbers to compare.
     """
 
     name: str
@@ -113,6 +116,8 @@ class Preset:
     rule: Claim | None = None
     scaling_rules: tuple[ScalingRule, ...] = ()
     report_sections: tuple[ReportSection, ...] = ()
+    files_only: bool = False
+    paper_note: str = "The paper publishes no numbers for this experiment; ours are the reference."
 
     def __post_init__(self) -> None:
         if self.rule is not None and not self.claim:

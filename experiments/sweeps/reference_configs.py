@@ -22,7 +22,7 @@ format, read for this account, none of it copied) and builds one `TrainConfig` p
 Every key is either honoured, reported and skipped because it changes nothing here (loggers, strategy, devices,
 callbacks, the experiment's name: :data:`SKIPPED`), or refused: a key or value this toolkit cannot honour is one
 ValueError naming the file and the key path (``fig1_config.yaml: data.num_workers = 0: ...``), raised before any run
-is built. Torch is not needed to read the files.
+is built.
 """
 
 from __future__ import annotations
@@ -37,13 +37,12 @@ from typing import Any
 
 from experiments.config import TrainConfig
 from experiments.config_files import load_mapping
+from experiments.training.reference_data import REFERENCE_WORKERS
 from theory.validation import check_int, check_real
 
-REFERENCE_WORKERS = 7
-"""The DataLoader workers whose streams the reference sampler reproduces (``data.num_workers`` of the paper's runs;
-`experiments.training.reference_data.REFERENCE_WORKERS`, which a test holds equal to this)."""
 DATASET_CLASS = "task.NearestPointDataset"
-"""The reference's dataset of uniform points on the sphere; with ``num_queries: -1`` its target is the farthest point."""
+"""The reference's dataset of uniform points on the sphere; with ``num_queries: -1`` its target is the farthest
+point."""
 ADAMW = ("torch.optim.AdamW", "AdamW")
 """Names an ``optimizer.class_path`` may give (the reference's command line adds AdamW's arguments)."""
 WARMUP_DIVISOR = 20
@@ -57,9 +56,9 @@ SKIPPED: dict[str, str] = {
     f"grid shares one initialisation of ours (seed {INITIALISATION_SEED}), as the reference's runs share theirs",
     "trainer.logger": "logging only",
     "trainer.callbacks": "logging and checkpoint callbacks",
-    "trainer.strategy": "where Lightning runs (the device is the run's own)",
-    "trainer.devices": "where Lightning runs (the device is the run's own)",
-    "trainer.accelerator": "where Lightning runs (the device is the run's own)",
+    "trainer.strategy": "where Lightning runs; the device is the run's own",
+    "trainer.devices": "where Lightning runs; the device is the run's own",
+    "trainer.accelerator": "where Lightning runs; the device is the run's own",
     "trainer.num_nodes": "where Lightning runs",
     "trainer.default_root_dir": "where Lightning writes",
     "trainer.enable_checkpointing": "checkpoints (every run here checkpoints)",
@@ -310,9 +309,7 @@ def _run(point: _Point) -> TrainConfig:
             dataset,
             f"must be {DATASET_CLASS} (uniform points; the reference sampler does not draw the others)",
         )
-    _only(
-        point, "data.num_queries", (-1,), None, "must be -1 (the farthest-point task of the paper's figures)"
-    )
+    _only(point, "data.num_queries", (-1,), None, "must be -1 (the farthest-point task of the paper's figures)")
     _only(
         point,
         "data.num_workers",
@@ -322,9 +319,7 @@ def _run(point: _Point) -> TrainConfig:
     )
     device_name, device_file = point.raw("data.device_name")
     if device_name is not None:
-        raise _refuse(
-            device_file, "data.device_name", device_name, "must be absent (the data are drawn on the CPU)"
-        )
+        raise _refuse(device_file, "data.device_name", device_name, "must be absent (the data are drawn on the CPU)")
     data_seed = point.integer(
         "data.seed", minimum=0, why="without it the reference draws a fresh data seed per run, never to be repeated"
     )
@@ -352,9 +347,7 @@ def _run(point: _Point) -> TrainConfig:
     warmup_start = point.real("lr_scheduler.warmup_start_lr", default=0.0, minimum=0.0)
     if warmup_start != 0.0:
         _, file = point.raw("lr_scheduler.warmup_start_lr")
-        raise _refuse(
-            file, "lr_scheduler.warmup_start_lr", warmup_start, "must be 0 (the warm-up starts at 0)"
-        )
+        raise _refuse(file, "lr_scheduler.warmup_start_lr", warmup_start, "must be 0 (the warm-up starts at 0)")
     warmup_epochs = epochs // WARMUP_DIVISOR
     return TrainConfig(
         task="farthest",

@@ -1,17 +1,28 @@
-"""`attnrank sweep PRESET --scale S --out DIR`: run one experiment of the paper as a resumable sweep."""
+"""`attnrank sweep PRESET --scale S --out DIR`: run one experiment of the paper as a resumable sweep.
+
+`attnrank sweep --reference CONFIG.yaml [SWEEP.yaml] --out DIR` trains instead the grid of the reference
+implementation's own config files, in its regime (`experiments.sweeps.reference_configs`), recorded as preset
+``reference``, scale ``files``. ``--print-config`` prints the resolved runs (and the keys skipped) and trains nothing.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from experiments.allocator import HELP as ALLOCATOR_HELP
 from experiments.cli.arguments import path_argument
 from experiments.cli.output import emit
+from experiments.config import TrainConfig
+from experiments.json_files import jsonable
 from experiments.studies import PRESETS, get_preset
+from experiments.studies.reference import FILES, with_runs
 from experiments.sweeps.backends import BACKENDS
-from experiments.sweeps.preflight import check_sweep_request
+from experiments.sweeps.preflight import check_sweep_request, resolve_runs, select_runs
+from experiments.sweeps.preset_kit import Preset
+from experiments.sweeps.reference_configs import ReferenceGrid, read_reference
 from experiments.sweeps.runner import execute_sweep
 
 
@@ -45,14 +56,33 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         f"finished result. Presets: {listing}.",
         epilog=ALLOCATOR_HELP,
     )
-    parser.add_argument("preset", metavar="PRESET", help=f"one of: {', '.join(PRESETS)}")
+    named = [name for name, p in PRESETS.items() if not p.files_only]
+    parser.add_argument("preset", metavar="PRESET", nargs="?", help=f"one of: {', '.join(named)}")
     parser.add_argument(
         "--scale",
-        default="quick",
-        help="quick (sized for a few minutes per preset on 2 CPU cores), cpu (sized for at most 45 minutes per preset "
-        "with 2 workers; measured times in results/README.md), paper (GPU hours)",
+        default=None,
+        help="quick (sized for a few minutes per preset on 2 CPU cores; the default), cpu (sized for at most 45 "
+        "minutes per preset with 2 workers; measured times in results/README.md), paper (the paper's grid; GPU "
+        "hours), and a preset's own (fig1: fresh, long, gpu)",
     )
-    parser.add_argument("--out", required=True, type=path_argument, help="sweep directory")
+    parser.add_argument(
+        "--reference",
+        nargs="+",
+        type=path_argument,
+        metavar="FILE",
+        help="instead of PRESET: CONFIG.yaml [SWEEP.yaml], the reference implementation's own LightningCLI config and "
+        "sweep file (lists of values, their product the grid), trained in its regime: its sampler and fixed set of "
+        "trainer.limit_train_batches batches, max_epochs x K steps, warm-up max_epochs // 20 epochs, the learning "
+        "rate stepped once per epoch; keys that change nothing here (loggers, strategy, devices, callbacks) are "
+        "reported and skipped, a key or value that cannot be honoured is refused (docs/sweeps.md)",
+    )
+    parser.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the resolved runs (with --set and --only applied; with --reference also the keys skipped) and "
+        "train nothing, write nothing",
+    )
+    parser.add_argument("--out", type=path_argument, help="sweep directory (required unless --print-config)")
     parser.add_argument("--backend", default="local", choices=BACKENDS, help="default %(default)s")
     parser.add_argument("--workers", type=int, default=None, help="local worker processes (default: os.cpu_count())")
     parser.add_argument("--address", default=None, help="Ray cluster address (backend ray; default: start one)")
@@ -95,10 +125,63 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
+def _preset_and_scale(args: argparse.Namespace) -> tuple[Preset, str, ReferenceGrid | None]:
+    """The preset and scale the flags name: a registered preset, or the reference preset holding the files' runs."""
+    if args.reference is None:
+        if args.preset is None:
+            raise ValueError("PRESET is required (or --reference CONFIG.yaml [SWEEP.yaml])")
+        preset = get_preset(args.preset)
+        if preset.files_only:
+            raise ValueError(
+                f"preset {preset.name} takes its runs from files: use --reference CONFIG.yaml [SWEEP.yaml]"
+            )
+        return preset, args.scale or "quick", None
+    if args.preset is not None:
+        raise ValueError(f"--reference trains the files' grid; drop PRESET ({args.preset}) or drop --reference")
+    if args.scale is not None:
+        raise ValueError(
+            f"--scale applies to a preset; --reference trains the files' grid as they give it, got {args.scale!r}"
+        )
+    if len(args.reference) > 2:
+        raise ValueError(f"--reference takes CONFIG.yaml and at most one SWEEP.yaml, got {len(args.reference)} files")
+    grid = read_reference(*args.reference)
+    return with_runs(grid.runs), FILES, grid
+
+
+def _print_config(preset: Preset, scale: str, args: argparse.Namespace, grid: ReferenceGrid | None) -> int:
+    """Print the runs the flags resolve to, and the keys a reference file had skipped; nothing is trained."""
+    runs = select_runs(resolve_runs(preset, scale, _key_values(args.set, "--set")), _key_values(args.only, "--only"))
+    listing = {
+        "preset": preset.name,
+        "scale": scale,
+        "runs": [{"kind": type(spec).__name__, "hash": spec.config_hash(), **spec.to_dict()} for spec in runs],
+    }
+    if grid is not None:
+        listing["skipped_keys"] = [str(key) for key in grid.skipped]
+    if args.json:
+        print(json.dumps(jsonable(listing), allow_nan=False))
+        return 0
+    print(f"sweep {preset.name} ({scale}): {len(runs)} runs")
+    for key in listing.get("skipped_keys", []):
+        print(f"  skipped: {key}")
+    for spec in runs:
+        fields = spec.to_dict()
+        if isinstance(spec, TrainConfig):
+            defaults = TrainConfig().to_dict()
+            fields = {k: v for k, v in fields.items() if v != defaults.get(k)}
+        print(f"  {spec.config_hash()[:12]} " + " ".join(f"{k}={json.dumps(v)}" for k, v in fields.items()))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    preset, scale, grid = _preset_and_scale(args)
+    if args.print_config:
+        return _print_config(preset, scale, args, grid)
+    if args.out is None:
+        raise ValueError("--out is required (the sweep directory), unless --print-config")
     request = check_sweep_request(  # the one check (sweeps.preflight); its messages name the flags (cli.main)
-        get_preset(args.preset),
-        args.scale,
+        preset,
+        scale,
         args.out,
         backend=args.backend,
         workers=args.workers,
@@ -110,7 +193,12 @@ def run(args: argparse.Namespace) -> int:
         pack=not args.no_pack,
         rebuild=args.rebuild_store,
     )
+    if grid is not None:
+        for key in grid.skipped:
+            print(f"attnrank sweep: skipped: {key}", file=sys.stderr)
     summary = execute_sweep(request)
     summary["seconds"] = round(summary["seconds"], 3)
-    emit(summary, as_json=args.json, title=None if args.json else f"sweep {args.preset} ({args.scale}) -> {args.out}")
+    if grid is not None:
+        summary["skipped_keys"] = [str(key) for key in grid.skipped]
+    emit(summary, as_json=args.json, title=None if args.json else f"sweep {preset.name} ({scale}) -> {args.out}")
     return 1 if summary["failed"] else 0

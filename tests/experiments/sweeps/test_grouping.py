@@ -91,7 +91,7 @@ def test_unpackable_runs_stay_single(fields: dict) -> None:
 def _sweeps() -> list[tuple[str, str]]:
     from experiments.studies import PRESETS
 
-    return [(name, scale) for name, preset in PRESETS.items() for scale in preset.scales]
+    return [(name, scale) for name, preset in PRESETS.items() if not preset.files_only for scale in preset.scales]
 
 
 @pytest.mark.parametrize("varying", [PACK_VARYING_FIELDS, SEED_FIELDS], ids=["packs", "seed-packs"])
