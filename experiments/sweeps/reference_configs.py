@@ -157,8 +157,9 @@ def _grid(file: Path, sweep: Mapping[str, Any], known: Sequence[str]) -> list[di
 class _Point:
     """One point of the grid: the key paths' values with the file each came from; reads them checked."""
 
-    def __init__(self, values: Mapping[str, tuple[Any, Path]]) -> None:
+    def __init__(self, values: Mapping[str, tuple[Any, Path]], config: Path, sweep: Path | None) -> None:
         self.values = dict(values)
+        self.config, self.sweep = config, sweep
         self.used: set[str] = set()
 
     def _get(self, path: str) -> tuple[Any, Path | None]:
@@ -198,9 +199,10 @@ class _Point:
         return (default if value is None else value), file
 
     def missing(self, path: str, why: str = "") -> ValueError:
-        files = sorted({str(f) for _, f in self.values.values()})
+        """A required key that neither file gives, named against the config (where it belongs)."""
         reason = f" ({why})" if why else ""
-        return ValueError(f"{' + '.join(files) or 'the reference files'}: {path}: required, and not given{reason}")
+        where = "" if self.sweep is None else f" (nor in the sweep file {self.sweep.name})"
+        return ValueError(f"{self.config}: {path}: required, and not given{where}{reason}")
 
 
 HONOURED = (
@@ -267,7 +269,9 @@ def _run(point: _Point) -> TrainConfig:
             "with none its scheduler never leaves its starting rate 0",
         )
     batches_value, batches_file = point.raw("trainer.limit_train_batches")
-    if isinstance(batches_value, float) or batches_value is None:
+    if batches_value is None:
+        raise point.missing("trainer.limit_train_batches", "the size of the fixed set, in batches")
+    if isinstance(batches_value, float):
         raise _refuse(
             batches_file,
             "trainer.limit_train_batches",
@@ -435,7 +439,7 @@ def read_reference(config: Path | str, sweep: Path | str | None = None) -> Refer
         merged = dict(values)
         if sweep_path is not None:
             merged.update({path: (value, sweep_path) for path, value in point.items()})
-        reader = _Point(merged)
+        reader = _Point(merged, config_path, sweep_path)
         try:
             runs.append(_run(reader))
         except ValueError as exc:
@@ -443,6 +447,8 @@ def read_reference(config: Path | str, sweep: Path | str | None = None) -> Refer
                 raise
             where = ", ".join(f"{k} = {v!r}" for k, v in point.items()) or "its one run"
             raise ValueError(f"{config_path}: the run at {where}: {exc}") from exc
+        unread = sorted(set(merged) - reader.used)
+        assert not unread, f"keys accepted but never read: {unread}"  # every honoured key is read by _run
     hashes = [run.config_hash() for run in runs]
     if len(set(hashes)) != len(hashes):
         raise ValueError(f"{sweep_path or config_path}: two points of the grid build the same run")
