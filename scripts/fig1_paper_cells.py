@@ -1,16 +1,19 @@
-"""Figure 1's deciding cells at the paper scale, for scripts/gpu_fig1_paper.sh: train a group of them as one pack in
-the run directories `attnrank sweep fig1 --scale paper` gives them, or list which of them have finished.
+"""Figure 1's deciding cells at the paper's size, for scripts/gpu_fig1_paper.sh: train a group of them as one pack in
+the run directories `attnrank sweep fig1 --scale SCALE` gives them, or list which of them have finished.
 
     python scripts/fig1_paper_cells.py train SWEEP_DIR LAYERS "SEEDS" --set KEY=VALUE ...
     python scripts/fig1_paper_cells.py finished SWEEP_DIR LAYERS "SEEDS" --set KEY=VALUE ...   # "rank seed" lines
 
-The cells are the fig1 paper scale's runs with the given depth, width c = 1, rank in {64, 32, 8} and the given seeds,
-with the --set overrides applied exactly as `attnrank sweep --set` applies them (so the config hashes, and hence the
-run directories SWEEP_DIR/runs/<hash>, are the sweep's own: a sweep driver selecting one of them finds it finished).
+The cells are the runs of fig1's scale SCALE (environment, default paper) with the given depth, width c = 1, rank in
+{64, 32, 8} and the given seeds, with the --set overrides applied exactly as `attnrank sweep --set` applies them (so
+the config hashes, and hence the run directories SWEEP_DIR/runs/<hash>, are the sweep's own: a sweep driver selecting
+one of them finds it finished).
 
-With PRESET=fig1-d64-replay in the environment the cells are that preset's paper-scale runs instead (the paper's data
-regime, issue 38) and SEEDS are data seeds; ``finished`` then prints "rank data_seed" with the data seed as the JSON
-value `attnrank sweep --only data_seed=...` matches (null for data seed 0, which equals the run's seed).
+At scale paper (the paper's grid in its regime: one initialisation, data seeds 0-4 on one fixed set of 100 batches)
+and with PRESET=fig1-d64-replay (that preset's paper-scale runs, issue 38) SEEDS are data seeds, and ``finished``
+prints "rank data_seed" with the data seed as the JSON value `attnrank sweep --only data_seed=...` matches (null for
+data seed 0, which equals the runs' seed 0). At scale fresh (the same grid on fresh batches) SEEDS are the runs'
+initialisation seeds.
 """
 
 from __future__ import annotations
@@ -35,7 +38,18 @@ DECIDING_RANKS = (64, 32, 8)
 REPLAY_PRESET = "fig1-d64-replay"
 
 
-def cells(layers: int, seeds: set[int], sets: list[str], preset: str = "fig1") -> list[TrainConfig]:
+SCALES = ("paper", "fresh")
+"""fig1's scales whose deciding cells the script trains."""
+
+
+def by_data_seed(preset: str, scale: str) -> bool:
+    """Whether the runs of a group differ in their data seeds (one initialisation) rather than their seeds."""
+    return preset == REPLAY_PRESET or scale == "paper"
+
+
+def cells(
+    layers: int, seeds: set[int], sets: list[str], preset: str = "fig1", scale: str = "paper"
+) -> list[TrainConfig]:
     """The group's configs, in the preset's order, with the overrides of ``sets`` (``--set KEY=VALUE`` words)."""
     if len(sets) % 2 or any(flag != "--set" for flag in sets[0::2]):
         raise ValueError(f"expected --set KEY=VALUE pairs, got {sets}")
@@ -48,18 +62,22 @@ def cells(layers: int, seeds: set[int], sets: list[str], preset: str = "fig1") -
             overrides[key] = text
     if preset not in ("fig1", REPLAY_PRESET):
         raise ValueError(f"PRESET must be fig1 or {REPLAY_PRESET}, got {preset!r}")
+    if scale not in SCALES or (preset == REPLAY_PRESET and scale != "paper"):
+        raise ValueError(f"SCALE must be one of {', '.join(SCALES)} (paper for {REPLAY_PRESET}), got {scale!r}")
+    data_seeds = by_data_seed(preset, scale)
     chosen = [
         c
-        for c in resolve_runs(get_preset(preset), "paper", overrides)
+        for c in resolve_runs(get_preset(preset), scale, overrides)
         if isinstance(c, TrainConfig)
         and c.layers == layers
         and c.width == 1
         and c.rank in DECIDING_RANKS
-        and (c.data_seed_value if preset == REPLAY_PRESET else c.seed) in seeds
+        and (c.data_seed_value if data_seeds else c.seed) in seeds
     ]
     if not chosen:
         raise ValueError(
-            f"no {preset} paper run has layers {layers}, width 1, rank in {DECIDING_RANKS}, seed in {seeds}"
+            f"no {preset} {scale} run has layers {layers}, width 1, rank in {DECIDING_RANKS}, "
+            f"{'data seed' if data_seeds else 'seed'} in {seeds}"
         )
     return chosen
 
@@ -67,12 +85,13 @@ def cells(layers: int, seeds: set[int], sets: list[str], preset: str = "fig1") -
 def main(argv: list[str]) -> int:
     action, sweep_dir, layers, seeds, *sets = argv
     preset = os.environ.get("PRESET", "fig1")
-    configs = cells(int(layers), {int(s) for s in seeds.split()}, sets, preset)
+    scale = os.environ.get("SCALE", "paper")
+    configs = cells(int(layers), {int(s) for s in seeds.split()}, sets, preset, scale)
     directories = [Path(sweep_dir) / RUNS_DIR / c.config_hash() for c in configs]
     if action == "finished":
         for config, directory in zip(configs, directories, strict=True):
             if (directory / "result.json").is_file():
-                seed = json.dumps(config.data_seed) if preset == REPLAY_PRESET else config.seed
+                seed = json.dumps(config.data_seed) if by_data_seed(preset, scale) else config.seed
                 print(config.rank, seed)
         return 0
     if action != "train":
@@ -80,7 +99,10 @@ def main(argv: list[str]) -> int:
     from experiments.training.packed import train_packed  # loads torch (the listing above does not need it)
 
     results = train_packed(configs, directories, progress=True)
-    rows = [{"rank": c.rank, "seed": c.seed, **r.to_dict()} for c, r in zip(configs, results, strict=True)]
+    rows = [
+        {"rank": c.rank, "seed": c.seed, "data_seed": c.data_seed_value, **r.to_dict()}
+        for c, r in zip(configs, results, strict=True)
+    ]
     print(json.dumps(rows))
     return 0
 

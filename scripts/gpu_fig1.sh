@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Figure 1 on one GPU at a reduced schedule: the whole paper grid (7 ranks x 3 widths x 3 depths x 5 seeds = 315 runs,
-# d = 64, N = 16, FFN 2048, batch 256) at STEPS optimiser steps (default 10000 = 10% of the paper's 100k), the five
-# seeds of every cell trained together in one process (--batch-seeds: a seed pack, one step for all), WORKERS processes
-# sharing the GPU. Records wall time, runs per second, the GPU, and writes the report with the figure.
+# Figure 1 on one GPU at a reduced schedule: fig1's paper scale, the paper's whole grid in the paper's regime (issue
+# 47: 7 ranks x 3 widths x 3 depths x data seeds 0-4 with one initialisation = 315 runs, d = 64, N = 16, FFN 2048,
+# batch 256, one fixed set of 100 reference-sampler batches replayed every epoch, the rate stepped per epoch; and the 6
+# supplementary c = 64, L = 3 runs of batch 64), the first STEPS optimiser steps of each run's schedule (default 10000
+# = 10% of the paper's 100k), the five data seeds of every cell trained together in one process (--batch-seeds: a
+# seed pack, one step for all), WORKERS processes sharing the GPU. SCALE=fresh trains the same grid on fresh batches
+# with five initialisation seeds instead (fig1's fresh scale). Records wall time, runs per second, the GPU, and writes
+# the report with the figures.
 #
 # Usage (repository root):
 #   scripts/gpu_fig1.sh [OUT_DIR]                 # on the GPU machine; OUT_DIR defaults to $OUT/fig1-gpu or runs/fig1-gpu
 #   DRY_RUN=1 scripts/gpu_fig1.sh /tmp/fig1-dry   # CPU rehearsal: fig1 at scale quick with 5 steps (checks the plumbing)
-# Environment: STEPS (10000), WORKERS (8), PRESET (fig1), SCALE (paper), DRY_RUN (0).
+# Environment: STEPS (10000; >= 100 at scale paper, one pass over the set), WORKERS (8), PRESET (fig1), SCALE (paper;
+# fresh), DRY_RUN (0).
 # Re-running the same command resumes: finished runs are skipped, a killed pack resumes from its checkpoints.
 set -euo pipefail
 cd "$(dirname "$0")/.."
