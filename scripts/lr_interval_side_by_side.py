@@ -97,7 +97,9 @@ def _readme(runs: list[dict], record: dict) -> str:
         "",
         "Written by `python scripts/lr_interval_side_by_side.py results/lr-interval-side-by-side` (the script's "
         "docstring gives the runs); every number below is in [side_by_side.json](side_by_side.json), with the "
-        f"revision that produced it ({record['git_revision']}).",
+        f"revision that produced it ({record['git_revision']}"
+        + (", the tree having uncommitted edits: git_dirty in the JSON" if record.get("git_dirty") else "")
+        + ").",
         "",
         f"Farthest point, d = 16, N = 8, r = 8, c = 1, FFN 64, batch 64; one fixed set of K = {K} reference-sampler "
         f"batches replayed for {EPOCHS} epochs ({EPOCHS * K} steps), warm-up {EPOCHS // 20} epochs "

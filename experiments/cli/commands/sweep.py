@@ -46,14 +46,17 @@ def _key_values(items: list[str], flag: str) -> dict[str, Any]:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    listing = "; ".join(f"{name}: {p.description} (scales {', '.join(p.scales)})" for name, p in PRESETS.items())
+    listing = "; ".join(
+        f"{name}: {p.description} (scales {', '.join(p.scales)})" for name, p in PRESETS.items() if not p.files_only
+    )
     parser = subparsers.add_parser(
         "sweep",
         help="run a paper experiment as a resumable sweep (results in DIR/results.sqlite)",
         description="Run every run of PRESET at --scale into --out: one row per run in --out/results.sqlite keyed "
         "by the hash of its resolved config, one directory per run in --out/runs/<hash>/. Re-running the same "
         "command skips finished runs and resumes unfinished ones from their checkpoints; a killed sweep loses no "
-        f"finished result. Presets: {listing}.",
+        f"finished result. Presets: {listing}. With --reference CONFIG.yaml [SWEEP.yaml] instead of PRESET: the grid "
+        "of the reference implementation's own files, in its regime (recorded as preset reference, scale files).",
         epilog=ALLOCATOR_HELP,
     )
     named = [name for name, p in PRESETS.items() if not p.files_only]
