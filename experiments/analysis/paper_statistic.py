@@ -5,7 +5,8 @@ run's lowest epoch-mean training loss (seaborn's estimator "min" over the runs' 
 the c = 64, L = 3 cells pooled in; docs/paper.md section 6). On a replayed set that loss is a training loss; the
 theorems bound the population error. :func:`paper_statistic` computes the paper's number for every cell of a sweep's
 records and puts beside it the population error of the run that attains it (held-out samples,
-`experiments.training.evaluation`) and the range of population errors over the cell's runs.
+`experiments.training.evaluation`), the range of population errors over the cell's runs, and the gap between that
+population error and the picked run's last epoch loss.
 
 A cell is every field of the runs that names the experiment; the fields the paper's figure pools over
 (:data:`POOLED_FIELDS`: the seeds, the batch and the schedule's length, which the supplementary runs change) are not
@@ -62,8 +63,10 @@ class CellStatistic:
 
     @property
     def gap(self) -> float | None:
-        """Population error of the picked run minus the paper's statistic (None: not measured)."""
-        return None if self.population is None else self.population[0] - self.best
+        """Population error of the picked run minus its last epoch's training loss (None: either is missing), as every
+        report defines the gap (the replay store's training-vs-population and milestone tables)."""
+        final = _number(self.best_run.get("final_loss"))
+        return None if self.population is None or final is None else self.population[0] - final
 
     def field(self, name: str) -> Any:
         """The cell's value of a field (also of one that does not vary, read from the picked run)."""

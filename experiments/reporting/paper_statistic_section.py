@@ -57,8 +57,8 @@ def paper_statistic_section(
         "from our runs, naming the run it picks, and 'spread over runs' the values it was picked from (lowest - "
         "highest over the cell's runs). Beside it: the population error of the picked run on held-out samples no "
         "run trains on (mean +- standard error), the range of population errors over the cell's runs, and the gap "
-        "(picked run's population error minus the paper's statistic), which the theorems, bounding the population "
-        "error, see.",
+        "(the picked run's population error minus its last epoch's training loss). The theorems bound the "
+        "population error.",
         "",
         "| cell | runs | paper's statistic (picked run) | spread over runs | population error of the picked run | "
         "population over runs | gap | paper |",
