@@ -73,7 +73,7 @@ def test_config_hash_of_0_1_0_configs_is_unchanged() -> None:
     config = TrainConfig()
     later = ("embed_dim", "curriculum_dims", "curriculum_points", "curriculum_dims_increment")
     later += ("curriculum_points_increment", "curriculum_interval", "warmup_steps", "schedule_steps", "layer_init")
-    later += ("sampler", "matmul_precision", "capture", "train_batches", "data_seed")
+    later += ("sampler", "matmul_precision", "capture", "train_batches", "data_seed", "lr_interval")
     old_fields = {k: v for k, v in config.to_dict().items() if k not in ("device", "checkpoint_every", *later)}
     old_hash = hashlib.sha256(json.dumps(old_fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     assert config.config_hash() == old_hash
@@ -122,7 +122,7 @@ def test_curriculum_fields_at_their_defaults_leave_the_hash_unchanged() -> None:
     config = TrainConfig.from_dict(ICL)
     new_fields = ("curriculum_dims", "curriculum_points", "curriculum_dims_increment")
     new_fields += ("curriculum_points_increment", "curriculum_interval", "warmup_steps", "schedule_steps", "layer_init")
-    new_fields += ("sampler", "matmul_precision", "capture", "train_batches", "data_seed")
+    new_fields += ("sampler", "matmul_precision", "capture", "train_batches", "data_seed", "lr_interval")
     before = {k: v for k, v in config.to_dict().items() if k not in ("device", "checkpoint_every", *new_fields)}
     digest = hashlib.sha256(json.dumps(before, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     assert config.config_hash() == digest

@@ -138,7 +138,7 @@ def _preset_and_scale(args: argparse.Namespace) -> tuple[Preset, str, ReferenceG
             raise ValueError(
                 f"preset {preset.name} takes its runs from files: use --reference CONFIG.yaml [SWEEP.yaml]"
             )
-        return preset, args.scale or "quick", None
+        return preset, "quick" if args.scale is None else args.scale, None
     if args.preset is not None:
         raise ValueError(f"--reference trains the files' grid; drop PRESET ({args.preset}) or drop --reference")
     if args.scale is not None:
