@@ -6,7 +6,8 @@ parameter's name, then the allowed range and the offending value, e.g. ``"d must
 - numbers and choices (``check_int``, ``check_real``, ``check_choice``, ...): ``ValueError``, also for a value of the
   wrong type (``d=None``), as they always have;
 - objects of the wrong type (``check_instance``, ``check_bool``, ``check_path``): ``TypeError``;
-- paths (``check_existing_file``, ``check_existing_dir``, ``check_output_file``, ``check_output_dir``): the
+- paths (``check_existing_file``, ``check_existing_dir``, ``check_output_file``, ``check_output_dir``,
+  ``read_regular_file``): the
   ``OSError`` subclass the file system would raise later (``FileNotFoundError``, ``IsADirectoryError``,
   ``NotADirectoryError``, ``PermissionError``, ...), with ``strerror`` starting with the parameter's name and
   ``filename`` the path, so that ``str(exc)`` reads ``[Errno 21] path is a directory; ...: 'out'``.
@@ -195,17 +196,74 @@ def _status(name: str, path: Path) -> os.stat_result | None:
         raise _named_os_error(exc, name, "cannot be looked up", path) from exc
 
 
+def _file_kind(mode: int) -> str:
+    """What a non-regular file is, in words (for a refusal)."""
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((words for test, words in kinds if test(mode)), "not a regular file")
+
+
+def _refuse_special(name: str, path: Path, mode: int) -> None:
+    """IsADirectoryError for a directory, OSError (EINVAL) for a FIFO, device or socket: reading one would block for
+    ever (a FIFO without a writer) or never end (/dev/zero), so it is refused before anything is read."""
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, f"{name} is a directory, not a file", str(path))
+    if not stat.S_ISREG(mode):
+        raise OSError(errno.EINVAL, f"{name} is {_file_kind(mode)}, not a regular file", str(path))
+
+
 def check_existing_file(name: str, value: Any) -> Path:
-    """A path (``check_path``) to an existing, readable regular file (or a link to one)."""
+    """A path (``check_path``) to an existing, readable regular file (or a link to one); a directory, FIFO, device
+    or socket is refused before anything reads it."""
     path = check_path(name, value)
     status = _status(name, path)
     if status is None:
         raise FileNotFoundError(errno.ENOENT, f"{name} is not an existing file (not found)", str(path))
-    if stat.S_ISDIR(status.st_mode):
-        raise IsADirectoryError(errno.EISDIR, f"{name} is a directory, not a file", str(path))
+    _refuse_special(name, path, status.st_mode)
     if not os.access(path, os.R_OK):
         raise PermissionError(errno.EACCES, f"{name} is not readable", str(path))
     return path
+
+
+def read_regular_file(name: str, value: Any, *, max_bytes: int | None = None) -> bytes:
+    """The bytes of a regular file (or a link to one), refusing anything else before a byte is read.
+
+    The file is opened without blocking (``O_NONBLOCK``: opening a FIFO that has no writer returns at once) and its
+    kind and size are taken from the open descriptor, so what is checked is what is read. Refused with the OSError the
+    file system would raise, naming ``name``: a missing file, a directory, a FIFO, a device, a socket; a file of more
+    than ``max_bytes`` bytes is refused (ValueError) before it is read.
+    """
+    path = check_path(name, value)
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(errno.ENOENT, f"{name} is not an existing file (not found)", str(path)) from exc
+    except OSError as exc:
+        raise _named_os_error(exc, name, "cannot be opened", path) from exc
+    try:
+        status = os.fstat(descriptor)
+        _refuse_special(name, path, status.st_mode)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    with os.fdopen(descriptor, "rb") as stream:
+        if max_bytes is not None and status.st_size > max_bytes:
+            raise ValueError(
+                f"{name} is {status.st_size} bytes, more than the {max_bytes} bytes such a file may hold: {path}"
+            )
+        os.set_blocking(descriptor, True)
+        try:
+            data = stream.read() if max_bytes is None else stream.read(max_bytes + 1)  # a file growing meanwhile
+        except OSError as exc:
+            raise _named_os_error(exc, name, "cannot be read", path) from exc
+    if max_bytes is not None and len(data) > max_bytes:
+        raise ValueError(f"{name} is more than the {max_bytes} bytes such a file may hold: {path}")
+    return data
 
 
 def check_existing_dir(name: str, value: Any) -> Path:

@@ -25,7 +25,6 @@ outside that class, so for it the comparison is reported as "bound_applies": fal
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from pathlib import Path
@@ -35,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from experiments.json_files import read_json_object
 from experiments.models.attention import RankedMultiheadAttention
 from experiments.tasks import AveragingBaseline, LeastSquaresBaseline, LinearRegressionTask
 from experiments.training.evaluation import (
@@ -184,11 +184,8 @@ def icl_error_curves(
 
 def imported_source(path: Path) -> str:
     """One line naming what an imported run was read from (its import.json: format and source file), checked."""
-    try:
-        record = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: not a readable import record ({exc})") from exc
-    if not isinstance(record, dict) or not all(isinstance(record.get(k), str) for k in ("format", "source")):
+    record = read_json_object(path)
+    if not all(isinstance(record.get(k), str) for k in ("format", "source")):
         raise ValueError(f"{path}: field format or source is missing or not text; not an import record")
     return f"{record['format']}: {record['source']}"
 

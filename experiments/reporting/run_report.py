@@ -17,13 +17,13 @@ numerical rank, Frobenius norm).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from experiments.config import TrainConfig
+from experiments.json_files import read_json_object
 from experiments.sweeps.runner import store_path
 from experiments.training.evaluation import POPULATION_KEYS
 from experiments.training.run_directory import RunDirectory
@@ -40,10 +40,8 @@ def is_run_directory(out: Path | str) -> bool:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: not readable JSON ({exc})") from exc
+    """The JSON object of ``path`` by the one reader (`experiments.json_files.read_json_object`)."""
+    return read_json_object(path)
 
 
 def _number(value: Any) -> float:

@@ -17,13 +17,13 @@ config). A damaged or foreign store is refused (`experiments.sweeps.store.StoreE
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from experiments.analysis.run_curves import collect_curves
+from experiments.json_files import read_json_object
 from experiments.packing import PACK_VARYING_FIELDS, SEED_FIELDS
 from experiments.sweeps.backends import run_tasks
 from experiments.sweeps.extensions import seed_extensions
@@ -50,11 +50,11 @@ def _entries(specs: list[RunSpec]) -> list[tuple[str, str, dict[str, Any]]]:
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object of ``path`` (`experiments.json_files.read_json_object`), or None when it is absent or damaged."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_json_object(path)
+    except ValueError:
         return None
-    return data if isinstance(data, dict) else None
 
 
 def _has_evaluation(metrics: Mapping[str, Any]) -> bool:

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from experiments.config import TrainConfig, TrainResult
-from experiments.json_files import atomic_write_bytes, write_json
+from experiments.json_files import atomic_write_bytes, read_json_object, write_json
 
 CONFIG_NAME = "config.json"
 METRICS_NAME = "metrics.csv"
@@ -65,13 +64,9 @@ def config_record(
 
 
 def _read_json_object(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: not a readable JSON file ({' '.join(str(exc).split())})") from exc
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: must hold a JSON object, got {type(data).__name__}")
-    return data
+    """The JSON object of ``path`` by the one reader (`experiments.json_files.read_json_object`: a regular file, size
+    and depth bounded); ValueError naming the file."""
+    return read_json_object(path)
 
 
 @dataclass(frozen=True)
