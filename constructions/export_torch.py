@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import torch
-from safetensors.torch import save_file
+from safetensors.torch import save
 
 from constructions.weights_io import WeightFile, check_weight_file
 from theory.validation import check_choice, check_instance
@@ -175,13 +175,14 @@ def torch_mha_export(weights: WeightFile) -> TorchMHAExport:
 def export_weights(weights: WeightFile, fmt: str, path: str | Path) -> TorchMHAExport:
     """Convert ``weights`` to format ``fmt`` (one of EXPORT_FORMATS) and write it as safetensors at ``path``.
 
-    Nothing is written if the file cannot be represented (ValueError).
+    Nothing is written if the file cannot be represented (ValueError). The file is written atomically
+    (`constructions.weights_io.write_atomically`): a failed write (a full disk) leaves nothing and raises an OSError
+    naming ``path``.
     """
     check_choice("format", fmt, EXPORT_FORMATS)
     export = torch_mha_export(weights)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in export.state_dict.items()}, str(path), metadata=export.metadata)
+    data = save({k: v.contiguous() for k, v in export.state_dict.items()}, metadata=export.metadata)
+    write_atomically(Path(path), data)
     return export
 
 

@@ -345,7 +345,7 @@ def check_weight_file(name: str, value: Any) -> WeightFile:
     return weights
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes) -> None:
     """Write ``data`` at ``path`` through a temporary file in the same directory, renamed into place.
 
     A reader never sees a partial file and a failed write leaves nothing behind; missing parent directories are
@@ -385,7 +385,7 @@ def save_weights(path: str | Path, tensors: Mapping[str, np.ndarray], metadata: 
     arrays, _ = _checked_contents(tensors, metadata, f"{path} (tensors, metadata)")
     full_metadata = {"version": FORMAT_VERSION, **dict(metadata)}
     data = serialize(arrays, metadata={k: _format_value(k, v) for k, v in full_metadata.items()})
-    _write_atomically(path, data)
+    write_atomically(path, data)
     return path
 
 

@@ -601,20 +601,55 @@ class TrainResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainResult:
-        """Parse a result dictionary (keys beyond the core fields go to ``extra``)."""
+        """Parse a result dictionary (keys beyond the core fields go to ``extra``), read as untrusted input: each core
+        field by type and range, ValueError naming the field.
 
-        def number(value: Any) -> float:
-            return float(value)  # "nan"/"inf" strings written by experiments.json_files.jsonable parse back
-
+        final_loss and best_loss are numbers (or the strings "nan", "inf", "-inf" that `experiments.json_files`
+        writes for non-finite floats), never negative (they are mean errors); a run that did not diverge has a finite
+        final_loss and a best_loss that is finite (or inf: no epoch on the full task closed) and at most final_loss;
+        steps is an integer >= 0 (not a bool, not 3.0); diverged is true or false; seconds is finite and >= 0.
+        """
         core = {"final_loss", "best_loss", "steps", "diverged", "seconds"}
+        if not isinstance(data, dict):
+            raise ValueError(f"result must be a JSON object, got {type(data).__name__}")
         missing = sorted(core - set(data))
         if missing:
             raise ValueError(f"result is missing key(s): {', '.join(missing)}")
+        final, best = _loss_value("final_loss", data["final_loss"]), _loss_value("best_loss", data["best_loss"])
+        steps, diverged = data["steps"], data["diverged"]
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+            raise ValueError(f"steps must be an integer >= 0, got {steps!r:.40}")
+        if not isinstance(diverged, bool):
+            raise ValueError(f"diverged must be true or false, got {diverged!r:.40}")
+        if not diverged and not math.isfinite(final):
+            raise ValueError(f"final_loss must be finite for a run that did not diverge, got {final}")
+        if not diverged and (math.isnan(best) or (math.isfinite(best) and best > final)):
+            raise ValueError(f"best_loss must be at most final_loss = {final!r} (the lowest epoch), got {best!r}")
+        seconds = data["seconds"]
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+            raise ValueError(f"seconds must be a finite number >= 0, got {seconds!r:.40}")
         return cls(
-            final_loss=number(data["final_loss"]),
-            best_loss=number(data["best_loss"]),
-            steps=int(data["steps"]),
-            diverged=bool(data["diverged"]),
-            seconds=number(data["seconds"]),
+            final_loss=final,
+            best_loss=best,
+            steps=steps,
+            diverged=diverged,
+            seconds=float(seconds),
             extra={k: v for k, v in data.items() if k not in core},
         )
+
+
+_NON_FINITE_WORDS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+"""The strings `experiments.json_files.jsonable` writes for non-finite floats."""
+
+
+def _loss_value(name: str, value: Any) -> float:
+    """A recorded loss: a number or one of `_NON_FINITE_WORDS`, nan or >= 0 (ValueError naming ``name``)."""
+    if isinstance(value, str) and value in _NON_FINITE_WORDS:
+        number = _NON_FINITE_WORDS[value]
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number (or 'nan', 'inf'), got {value!r:.40}")
+    else:
+        number = float(value)
+    if number < 0:
+        raise ValueError(f"{name} must be >= 0 or nan (a mean error), got {number!r}")
+    return number

@@ -67,9 +67,21 @@ def atomic_write_bytes(path: Path, writer: Callable[[IO[bytes]], Any]) -> None:
         if os.path.exists(temp_name):
             os.unlink(temp_name)
         if isinstance(exc, OSError) and not exc.filename:
-            code = exc.errno if exc.errno is not None else errno.EIO
-            raise type(exc)(code, f"cannot write {path.name} ({exc.strerror or exc})", str(path)) from exc
+            raise named_write_error(exc, path) from exc
         raise
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Atomically write ``text`` as UTF-8 (`atomic_write_bytes`: a failed write names the file, leaves nothing)."""
+    atomic_write_bytes(path, lambda stream: stream.write(text.encode("utf-8")))
+
+
+def named_write_error(exc: OSError, path: Path) -> OSError:
+    """``exc`` (an OSError of writing, which names no file when a full disk fails a write) naming ``path``."""
+    if exc.filename:
+        return exc
+    code = exc.errno if exc.errno is not None else errno.EIO
+    return type(exc)(code, f"cannot write {path.name} ({exc.strerror or exc})", str(path))
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

@@ -93,7 +93,9 @@ class ModelKind:
         """ValueError unless this kind can start from ``config.init`` when it names a weight file (a construction
         recipe is checked against its own needs by the config)."""
         if config.init is not None and not self.loads_init:
-            raise ValueError("init weight files load into the theory model; use model='theory' with init")
+            raise ValueError(
+                f"init is a weight file, which loads into the theory model only, but model is {config.model!r}"
+            )
 
     def packing_refusal(self, config: Any) -> str | None:
         """Why this kind does not pack ``config`` (its part of `experiments.packing.packing_refusal`), or None."""

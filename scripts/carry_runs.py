@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from experiments.training.checkpoints import STATS_FIELDS, load_checkpoint
-from experiments.training.loop import _check_metrics as check_epoch_rows
+from experiments.training.loop import check_epoch_rows
 from experiments.training.run_directory import RunDirectory
 
 

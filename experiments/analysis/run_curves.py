@@ -21,12 +21,13 @@ The file is read as untrusted input: a malformed line raises ValueError naming t
 from __future__ import annotations
 
 import csv
+import io
 import math
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from experiments.training.run_directory import RunDirectory
+from experiments.json_files import write_text_atomically
+from experiments.training.run_directory import METRICS_HEADER, RunDirectory, read_metrics_file
 
 CURVES_NAME = "curves.csv"
 FIELDS = ("hash", "step", "loss", "source")
@@ -47,21 +48,28 @@ def _fields(column: str) -> tuple[str, ...]:
 
 def read_metrics_curve(metrics_csv: Path, column: str = "loss") -> tuple[Curve | None, str]:
     """The (step, value) rows of a run's metrics.csv for ``column`` ("loss": the epoch-mean training loss;
-    "population": the population error, at the rows where it was measured), checked.
+    "population": the population error, at the rows where it was measured), read by the format's one reader
+    (`experiments.training.run_directory.read_metrics_file`) and checked: every value finite and >= 0.
 
     Returns:
-        (rows, "") or (None, why) when the file is absent or malformed, or (for "population") has no measured row
-        (why names the file and the fields).
+        (rows, "") or (None, why) when the file is absent or damaged (a non-finite or negative value included: a
+        damaged run's curve never replaces a good one), or (for "population") has no measured row (why names the
+        file and the fields).
     """
     _fields(column)
+    index = METRICS_HEADER.index(column)
     if not metrics_csv.is_file():
         return None, f"no {metrics_csv.name} (run directory absent)"
     try:
-        with metrics_csv.open(newline="", encoding="utf-8") as stream:
-            rows = list(csv.DictReader(stream))
-        curve = [(int(row["step"]), float(row[column])) for row in rows if column == "loss" or row.get(column)]
-    except (OSError, UnicodeDecodeError, csv.Error, KeyError, TypeError, ValueError) as exc:
-        return None, f"{metrics_csv}: unreadable ({type(exc).__name__}: fields step, {column} expected)"
+        rows = read_metrics_file(metrics_csv)
+    except ValueError as exc:
+        return None, str(exc)
+    curve = [(int(row[0]), float(row[index])) for row in rows if row[index]]
+    if len(curve) != len(rows) and column == "loss":
+        return None, f"{metrics_csv}: column {column} is empty on some rows"
+    bad = next(((step, value) for step, value in curve if not (math.isfinite(value) and value >= 0)), None)
+    if bad is not None:
+        return None, f"{metrics_csv}: column {column} is {bad[1]!r} at step {bad[0]}; a damaged curve is not used"
     if column != "loss" and not curve:
         return None, f"{metrics_csv}: no {column} measured"
     if not _increasing(curve):
@@ -122,14 +130,13 @@ def write_curves_file(
     """Write ``curves`` (hash -> rows of ``column``) with their sources to ``path``, sorted by hash and step
     (atomically)."""
     fields = _fields(column)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # drivers sharing a store each write their own
-    with tmp.open("w", newline="", encoding="utf-8") as stream:
-        writer = csv.writer(stream, lineterminator="\n")
-        writer.writerow(fields)
-        for key in sorted(curves):
-            for step, loss in curves[key]:
-                writer.writerow([key, step, repr(float(loss)) if math.isfinite(loss) else str(loss), sources[key]])
-    tmp.replace(path)
+    text = io.StringIO(newline="")
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(fields)
+    for key in sorted(curves):
+        for step, loss in curves[key]:
+            writer.writerow([key, step, repr(float(loss)) if math.isfinite(loss) else str(loss), sources[key]])
+    write_text_atomically(path, text.getvalue())  # a temporary of its own per writer, renamed into place
     return path
 
 

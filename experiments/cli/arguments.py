@@ -43,6 +43,7 @@ PARAMETER_ALIASES = {
     "betas[0]": "beta1",
     "betas[1]": "beta2",
     "out_dir": "out",
+    "overrides": "set",
     "path": "weights",
     "run_dir": "run_dir",
 }

@@ -69,11 +69,12 @@ def flag_names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dic
     return flags
 
 
-_LEADING_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\[\d+\])?)( must | is | has )")
+_LEADING_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\[\d+\])?)( must | is | has | exists | cannot |: )")
 
 
 def name_flag(message: str, flags: dict[str, str]) -> str:
-    """Rewrite a leading library parameter name into its flag: ``r must be ...`` -> ``--rank must be ...``."""
+    """Rewrite a leading library parameter name into its flag: ``r must be ...`` -> ``--rank must be ...``,
+    ``out exists and is not a directory`` -> ``--out exists ...``, ``overrides: steps ...`` -> ``--set: steps ...``."""
     match = _LEADING_NAME.match(message)
     if match and match.group(1) in flags:
         return flags[match.group(1)] + message[len(match.group(1)) :]

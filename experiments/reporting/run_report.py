@@ -7,7 +7,11 @@
 - ``analysis.json``, written by `attnrank analyze DIR` (required: the report draws no samples of its own); its
   ``run`` entry must describe the same task, d, N, rank, heads and layers as the config, or it is refused as stale;
 - ``import.json`` when present (the source file, its sha256, what was inferred and given);
-- ``result.json`` when present (the training result; an imported run has none).
+- ``result.json`` when present (the training result, `RunDirectory.read_result`; an imported run has none).
+
+Every number printed is checked by type and range first (an angle outside [0, 180], a negative norm or error, a nan
+where only M = 0 gives one, an effective rank outside [1, D]): a damaged file is refused naming the file and the
+field, never published.
 
 The report states the population error on the task (the one recipe, `experiments.training.evaluation`) with its
 standard error and sample size, Theorem 2's bound beside it where
@@ -18,15 +22,16 @@ numerical rank, Frobenius norm).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from experiments.config import TrainConfig
-from experiments.json_files import read_json_object
+from experiments.json_files import read_json_object, write_text_atomically
 from experiments.sweeps.runner import store_path
 from experiments.training.evaluation import POPULATION_KEYS
-from experiments.training.run_directory import RunDirectory
+from experiments.training.run_directory import RunDirectory, check_result_fields
 
 REPORT_NAME = "report.md"
 _RUN_FIELDS = ("task", "d", "N", "rank", "heads", "layers")
@@ -54,21 +59,65 @@ def _number(value: Any) -> float:
     return number
 
 
-def _check_summary(summary: Any, where: str, path: Path) -> dict[str, float]:
+ANGLE_SLACK = 1e-9
+"""Degrees by which the two angles of a summary may miss summing to 180 (both come from one float64 angle)."""
+
+
+def _check_summary(summary: Any, where: str, path: Path, size: int | None) -> dict[str, float]:
+    """A score form's summary (`experiments.analysis.trained.summarize_matrix`), checked by type and range: the
+    Frobenius norm finite >= 0; the angles to +I and -I in [0, 180] summing to 180, or both nan for M = 0 only;
+    the effective rank 0 for M = 0, else in [1, D]; the numerical rank an integer in [0, D] (D = ``size``, the
+    layer's d_model, when recorded)."""
     if not isinstance(summary, Mapping):
         raise ValueError(f"{path}: field {where} must be an object")
     try:
-        return {key: _number(summary[key]) for key in _SUMMARY_FIELDS}
+        values = {key: _number(summary[key]) for key in _SUMMARY_FIELDS}
     except KeyError as exc:
         raise ValueError(f"{path}: field {where}.{exc.args[0]} is missing") from exc
     except ValueError as exc:
         raise ValueError(f"{path}: field {where}: {exc}") from exc
+    norm, rank = values["frobenius_norm"], summary["numerical_rank"]
+    angle, opposite, effective = values["angle_to_I_deg"], values["angle_to_minus_I_deg"], values["effective_rank"]
+    largest = math.inf if size is None else size
+    problems = []
+    if not (math.isfinite(norm) and norm >= 0):
+        problems.append(f"frobenius_norm must be finite and >= 0, got {norm!r}")
+    elif norm == 0:
+        if not (math.isnan(angle) and math.isnan(opposite) and effective == 0):
+            problems.append("a zero score form has nan angles and effective rank 0")
+    elif not (0 <= angle <= 180 and 0 <= opposite <= 180 and abs(angle + opposite - 180) <= ANGLE_SLACK):
+        problems.append(f"angles to I and -I must lie in [0, 180] and sum to 180, got {angle!r} and {opposite!r}")
+    elif not 1 - ANGLE_SLACK <= effective <= largest + ANGLE_SLACK:
+        problems.append(f"effective_rank must lie in [1, {largest}], got {effective!r}")
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank <= largest:
+        problems.append(f"numerical_rank must be an integer in [0, {largest}], got {rank!r:.40}")
+    if problems:
+        raise ValueError(f"{path}: field {where}: {problems[0]}")
+    return values
+
+
+def _check_population(analysis: Mapping[str, Any], path: Path) -> None:
+    """The evaluation's keys: population_error and population_stderr finite >= 0, population_samples an integer >= 2."""
+    for key in POPULATION_KEYS:
+        if key not in analysis:
+            raise ValueError(f"{path}: field {key} is missing (written by an older `attnrank analyze`; run it again)")
+    try:
+        check_result_fields(
+            {key: analysis[key] for key in (*POPULATION_KEYS, "theorem2") if key in analysis}, core=False
+        )
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from exc
+    bound = analysis.get("theorem2")
+    if bound is not None:
+        for key in ("bound_applies", "consistent"):
+            if not isinstance(bound.get(key), bool):
+                raise ValueError(f"{path}: field theorem2.{key} must be true or false, got {bound.get(key)!r:.40}")
 
 
 def read_analysis(run_dir: Path, config: TrainConfig) -> dict[str, Any]:
     """``analysis.json`` of ``run_dir``, checked field by field and against the run's config."""
     path = RunDirectory(run_dir).analysis
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise ValueError(f"{path} not found; run `attnrank analyze {run_dir}` first")
     analysis = _read_json(path)
     if not isinstance(analysis, dict) or not isinstance(analysis.get("run"), dict):
@@ -89,16 +138,13 @@ def read_analysis(run_dir: Path, config: TrainConfig) -> dict[str, Any]:
             raise ValueError(
                 f"{path}: field layers[{index}].per_head lists {len(layer['per_head'])} heads, not {config.heads}"
             )
-        _check_summary(layer.get("sum"), f"layers[{index}].sum", path)
+        size = layer.get("d_model")
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+            raise ValueError(f"{path}: field layers[{index}].d_model must be an integer >= 1, got {size!r:.40}")
+        _check_summary(layer.get("sum"), f"layers[{index}].sum", path, size)
         for h, head in enumerate(layer["per_head"]):
-            _check_summary(head, f"layers[{index}].per_head[{h}]", path)
-    for key in POPULATION_KEYS:
-        if key not in analysis:
-            raise ValueError(f"{path}: field {key} is missing (written by an older `attnrank analyze`; run it again)")
-        try:
-            _number(analysis[key])
-        except ValueError as exc:
-            raise ValueError(f"{path}: field {key}: {exc}") from exc
+            _check_summary(head, f"layers[{index}].per_head[{h}]", path, size)
+    _check_population(analysis, path)
     return analysis
 
 
@@ -149,7 +195,7 @@ def write_run_report(run_dir: Path | str) -> Path:
         "",
     ]
     record_path = files.import_record
-    if record_path.is_file():
+    if os.path.lexists(record_path):
         record = _read_json(record_path)
         if not isinstance(record, dict) or not all(isinstance(record.get(k), str) for k in ("format", "source")):
             raise ValueError(f"{record_path}: field format or source is missing or not text; not an import record")
@@ -161,12 +207,11 @@ def write_run_report(run_dir: Path | str) -> Path:
         notes = record.get("notes")
         if isinstance(notes, list) and notes:
             lines += [f"- {note}" for note in notes if isinstance(note, str)] + [""]
-    result_path = files.result
-    if result_path.is_file():
-        result = _read_json(result_path)
-        if isinstance(result, dict):
-            shown = {k: result.get(k) for k in ("steps", "final_loss", "best_loss", "diverged")}
-            lines += ["Training: " + ", ".join(f"{k} {_fmt(v)}" for k, v in shown.items()) + ".", ""]
+    if os.path.lexists(files.result):
+        result = files.read_result()  # checked field by field: a damaged result is refused, never printed
+        shown = {"steps": result.steps, "final_loss": result.final_loss, "best_loss": result.best_loss}
+        shown["diverged"] = result.diverged
+        lines += ["Training: " + ", ".join(f"{k} {_fmt(v)}" for k, v in shown.items()) + ".", ""]
     lines += [
         "## Population error on the task",
         "",
@@ -204,5 +249,5 @@ def write_run_report(run_dir: Path | str) -> Path:
     for index, layer in enumerate(analysis["layers"]):
         lines += _layer_section(index, layer)
     report = run_dir / REPORT_NAME
-    report.write_text("\n".join(lines), encoding="utf-8")
+    write_text_atomically(report, "\n".join(lines))
     return report

@@ -18,6 +18,7 @@ hash, status, every config field, seed, the scalar metrics) for pandas.
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any
 
 from experiments.analysis.records import Record
 from experiments.figures.sweeps import parameter_line, regime_line
+from experiments.json_files import write_text_atomically
 from experiments.reporting.scaling_report import claim_records, scaling_section
 from experiments.sweeps.grading import (
     CELL_ABSOLUTE,
@@ -285,7 +287,7 @@ def write_report(out: Path | str, presets: Mapping[str, Preset]) -> Path:
         lines += ["Figures: " + ", ".join(f"[{p.name}]({p.name})" for p in figures) + ".", ""]
     lines += body
     report = out / "report.md"
-    report.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text_atomically(report, "\n".join(lines) + "\n")
     return report
 
 
@@ -331,8 +333,9 @@ def write_csv(out: Path | str) -> Path:
     with _open_store(out) as store:
         rows = tidy_rows(store)
     path = out / CSV_NAME
-    with path.open("w", newline="", encoding="utf-8") as stream:
-        writer = csv.DictWriter(stream, fieldnames=_columns(rows), restval="")
-        writer.writeheader()
-        writer.writerows(rows)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=_columns(rows), restval="")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text_atomically(path, text.getvalue())
     return path

@@ -18,6 +18,7 @@ import socket
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import active_children, get_context
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -28,6 +29,11 @@ from experiments.sweeps.work import RunOutcome, RunPack, RunTask, WorkItem
 from theory.validation import check_choice
 
 BACKENDS = ("local", "ray")
+
+
+class WorkerDied(RuntimeError):
+    """A local pool's worker process died (a signal, the kernel's out-of-memory killer): the pool is broken and the
+    runs still in it cannot finish in this sweep (`run_local`). One line, for the driver to print."""
 
 
 def threads_per_worker(workers: int) -> int:
@@ -82,7 +88,15 @@ def run_local(tasks: Sequence[WorkItem], workers: int) -> Iterator[RunOutcome]:
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    yield from future.result()
+                    try:
+                        outcomes = future.result()
+                    except BrokenProcessPool as exc:
+                        raise WorkerDied(
+                            f"a worker process of the sweep ended abruptly (killed by a signal, or by the kernel for "
+                            f"want of memory) while running; {len(pending) + 1} unit(s) of runs were not finished "
+                            "(every finished run is stored); run the same command again to resume them"
+                        ) from exc
+                    yield from outcomes
         except BaseException:  # KeyboardInterrupt / SIGINT to the driver alone, or the consumer closing the generator
             _stop_workers(pool, children_before)
             raise
@@ -136,14 +150,42 @@ def train_configs(jobs: Sequence[tuple[TrainConfig, Path]], workers: int) -> lis
 
 
 RAY_CONNECT_TIMEOUT = 5.0
-"""Seconds `check_ray_address` waits for a Ray head to accept a connection."""
+"""Seconds `check_ray_address` waits for a Ray head to accept a connection, and again for its handshake answer."""
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+"""The client connection preface of HTTP/2 (RFC 9113, section 3.4), which every gRPC server answers."""
+HTTP2_SETTINGS_FRAME = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+"""An empty SETTINGS frame (length 0, type 4, no flags, stream 0): the rest of the client's preface."""
+SETTINGS_FRAME_TYPE = 4
+
+
+def _answers_grpc(connection: socket.socket, timeout: float) -> tuple[bool, str]:
+    """Whether the server at the other end of ``connection`` answers an HTTP/2 preface with a SETTINGS frame, as a
+    gRPC server (Ray's GCS and its client server both are) must; (answered, what it sent instead)."""
+    connection.settimeout(timeout)
+    connection.sendall(HTTP2_PREFACE + HTTP2_SETTINGS_FRAME)
+    received = b""
+    deadline = time.monotonic() + timeout
+    while len(received) < 9 and time.monotonic() < deadline:
+        chunk = connection.recv(9 - len(received))
+        if not chunk:
+            break
+        received += chunk
+    if len(received) == 9 and received[3] == SETTINGS_FRAME_TYPE:
+        return True, ""
+    shown = received.decode("ascii", "replace").encode("unicode_escape").decode("ascii")[:40]
+    return False, f"it answered {shown!r}" if received else "it sent nothing back"
 
 
 def check_ray_address(address: str | None, timeout: float = RAY_CONNECT_TIMEOUT) -> str | None:
-    """Refuse (ValueError) a Ray address ``HOST:PORT`` / ``ray://HOST:PORT`` where nothing accepts a connection.
+    """Refuse (ValueError) a Ray address ``HOST:PORT`` / ``ray://HOST:PORT`` where no Ray server answers, within a
+    bounded time (at most 2 ``timeout`` seconds).
 
     ``None`` and ``auto`` are passed through (Ray finds or starts a cluster). Without this check ``ray.init`` waits
-    for minutes, printing warnings, when nothing answers at the address.
+    for minutes, printing warnings, when nothing answers at the address, and as long again when something that is
+    not Ray listens there (a web server, a database): after connecting, the address must answer an HTTP/2 preface
+    with a SETTINGS frame, as the gRPC servers of a Ray head (its GCS, ``HOST:6379``, and its client server,
+    ``ray://HOST:10001``) do. A cluster that speaks TLS (``RAY_USE_TLS=1`` in the environment) answers only a TLS
+    handshake: there the connection alone is checked.
     """
     if address is None or address == "auto":
         return address
@@ -152,12 +194,22 @@ def check_ray_address(address: str | None, timeout: float = RAY_CONNECT_TIMEOUT)
     if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
         raise ValueError(f"address must be HOST:PORT, ray://HOST:PORT or auto, got {address!r}")
     try:
-        with socket.create_connection((host.strip("[]"), int(port_text)), timeout=timeout):
-            pass
+        with socket.create_connection((host.strip("[]"), int(port_text)), timeout=timeout) as connection:
+            if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+                return address
+            try:
+                answered, instead = _answers_grpc(connection, timeout)
+            except OSError as exc:  # a timeout, or the connection reset
+                answered, instead = False, f"no answer ({exc.strerror or exc})"
     except OSError as exc:
         raise ValueError(
             f"address is unreachable: nothing answers at {address!r} within {timeout:g} s ({exc.strerror or exc})"
         ) from exc
+    if not answered:
+        raise ValueError(
+            f"address {address!r} is not a Ray cluster: something listens there but does not speak gRPC, as a Ray "
+            f"head does ({instead} to an HTTP/2 preface within {timeout:g} s)"
+        )
     return address
 
 

@@ -2,9 +2,10 @@
 
 A run is trained (`experiments.training.loop.train`, whose result carries the model's evaluation by the one recipe,
 `experiments.training.evaluation`: its population error, beside Theorem 2's certified bound on Theorem 2's own
-task) or, for kind "random-features", solved (`constructions.random_features`). The worker holds an exclusive file
-lock on the run directory meanwhile (``fcntl.flock`` on ``<run_dir>/.lock``), so even a worker orphaned by a killed
-driver cannot train the same directory at the same time as the re-run sweep. Outcomes go back to the driver
+task) or, for kind "random-features", solved (`constructions.random_features`). The worker holds the run directory's
+writer lock meanwhile (`experiments.training.run_lock`), so a second writer (a worker orphaned by a killed driver, a
+second sweep, ``attnrank train`` on the same directory) is refused, and the run is reported failed naming the
+directory and the process that holds it; the next sweep runs it again. Outcomes go back to the driver
 (`experiments.sweeps.backends`), never to the results store. This module loads the whole training stack; the driver
 imports it only where runs execute.
 """
@@ -18,7 +19,6 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,24 +35,7 @@ from experiments.training.loop import train
 from experiments.training.packed import train_packed
 from experiments.training.provenance import provenance
 from experiments.training.run_directory import RunDirectory
-
-if sys.platform != "win32":  # flock is POSIX-only; on Windows the single driver is the only guard
-    import fcntl
-
-
-@contextlib.contextmanager
-def run_directory_lock(run_dir: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``run_dir`` (blocks while another process trains it; released on exit or death)."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if sys.platform == "win32":  # pragma: no cover - no flock; rely on the single driver
-        yield
-        return
-    with open(RunDirectory(run_dir).lock, "a+b") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+from experiments.training.run_lock import run_directory_lock
 
 
 def _train_run(spec: dict[str, Any], run_dir: Path) -> dict[str, Any]:

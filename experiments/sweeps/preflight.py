@@ -153,6 +153,25 @@ def resolve_runs(preset: Preset, scale: str, overrides: Mapping[str, Any] | None
     return specs
 
 
+def check_devices(specs: Sequence[RunSpec], overrides: Mapping[str, Any] | None) -> None:
+    """ValueError unless every training run's device exists on this machine (`training.run.resolve_device`: a
+    ``cuda`` or ``cuda:K`` device needs CUDA, and K below the device count), so that a sweep naming a missing device
+    is refused before it writes anything (it used to record every run as failed, exit 1, and keep the device in the
+    store). The message starts ``overrides:`` when ``overrides`` named the device, else ``scale:`` (the preset's
+    own runs name it). torch is imported only when some run names a CUDA device."""
+    names = sorted({s.device for s in specs if isinstance(s, TrainConfig) and s.device.startswith("cuda")})
+    if not names:
+        return
+    from experiments.training.run import resolve_device  # loads torch: only for runs that name a CUDA device
+
+    for name in names:
+        try:
+            resolve_device(name)
+        except (RuntimeError, ValueError) as exc:
+            source = "overrides: device" if overrides and "device" in overrides else "scale: the preset's runs' device"
+            raise ValueError(f"{source} {name!r} is not usable here ({exc}); run on a machine that has it") from None
+
+
 def select_runs(specs: list[RunSpec], only: Mapping[str, Any] | None) -> list[RunSpec]:
     """The specs whose fields equal every ``KEY: VALUE`` of ``only`` (all of them when ``only`` is empty).
 
@@ -246,8 +265,9 @@ def check_sweep_request(
     directory = check_output_dir("out", out)
     local_workers = workers if workers is not None else (os.cpu_count() or 1)
     if backend == "ray":
-        check_ray_address(address)
+        check_ray_address(address)  # the runs execute on the cluster's machines, with their devices
     else:
+        check_devices(specs, overrides)
         in_flight = runs_in_flight(specs, local_workers, pack=pack, batch_seeds=batch_seeds)
         check_memory(
             sweep_bytes(specs, local_workers, pack=pack, batch_seeds=batch_seeds),

@@ -17,6 +17,7 @@ config). A damaged or foreign store is refused (`experiments.sweeps.store.StoreE
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -94,8 +95,13 @@ def rebuild_store(
     evaluation is left pending: the next sweep evaluates it (train() returns the finished result without training
     again, and the recipe is fixed, so the numbers are those the first sweep would have stored).
 
+    A result.json is read by the one reader and checked field by field (`RunDirectory.read_result_record`: a string
+    loss, a negative or -inf value, negative steps are refused); a damaged one is not stored but named in
+    ``damaged``, and its run is left pending (the sweep then refuses to take it as finished, naming the file).
+
     Returns:
-        restored (runs stored from their files), pending (left to the sweep), moved_aside (path or None).
+        restored (runs stored from their files), pending (left to the sweep), moved_aside (path or None), damaged
+        (one line per result.json that was refused, naming the file and the field).
     """
     return _rebuild(preset.name, scale, Path(out), tuple(resolve_runs(preset, scale, overrides)))
 
@@ -118,13 +124,18 @@ def _rebuild(preset: str, scale: str, out: Path, specs: tuple[RunSpec, ...]) -> 
                 if side.exists():
                     side.rename(moved.with_name(moved.name + suffix))
     restored = 0
+    damaged: list[str] = []
     with ResultsStore(path) as store:
         store.register(preset, scale, entries)
         done = store.done_keys()
         for key, kind, _ in entries:
             files = RunDirectory(out / RUNS_DIR / key)
-            metrics = files.read_result_metrics()
-            if key in done or metrics is None:
+            if key in done or not os.path.lexists(files.result):
+                continue
+            try:
+                metrics = files.read_result_record()  # every field by type and range: junk is never stored
+            except ValueError as exc:
+                damaged.append(str(exc))
                 continue
             config = _read_json(files.config) or {}
             if kind == "train" and config.get("config_hash") != key:
@@ -134,9 +145,6 @@ def _rebuild(preset: str, scale: str, out: Path, specs: tuple[RunSpec, ...]) -> 
                 if evaluation is None:
                     continue  # trained, never evaluated: the sweep evaluates it
                 metrics = {**metrics, **evaluation}
-            required = ("best_loss", "final_loss", "seconds")
-            if not all(isinstance(metrics.get(k), (int, float, str)) for k in required):
-                continue
             provenance = {"git_revision": config.get("git_revision"), "versions": config.get("versions") or {}}
             store.mark_running(key)
             restored += int(store.record_result(key, metrics, provenance))
@@ -145,6 +153,7 @@ def _rebuild(preset: str, scale: str, out: Path, specs: tuple[RunSpec, ...]) -> 
         "restored": restored,
         "pending": sum(v for s, v in counts.items() if s not in DONE_STATUSES),
         "moved_aside": None if moved is None else str(moved),
+        "damaged": damaged,
     }
 
 
@@ -251,7 +260,7 @@ def execute_sweep(request: SweepRequest) -> dict[str, Any]:
         collect_curves(out, out / RUNS_DIR, [row.hash for row in store.rows() if row.kind == "train"])
         seconds = time.perf_counter() - started
     executed = len(tasks)
-    extra = {} if rebuilt is None else {"restored": rebuilt["restored"], "moved_aside": rebuilt["moved_aside"]}
+    extra = {} if rebuilt is None else {key: rebuilt[key] for key in ("restored", "moved_aside", "damaged")}
     return {
         "preset": preset,
         "scale": scale,

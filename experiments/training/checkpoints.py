@@ -42,6 +42,7 @@ from experiments.config import EXECUTION_FIELDS, TrainConfig
 from experiments.json_files import atomic_write_bytes
 from experiments.training.run_directory import ATOMIC_NAMES
 from experiments.training.schedule import load_optimizer_state, portable_optimizer_state, portable_scheduler_state
+from theory.validation import read_regular_file
 
 CHECKPOINT_VERSION = 2
 """Format written now: payload + sha256 trailer. Version 1 (no trailer) is read with a warning."""
@@ -272,9 +273,9 @@ def _check_step(path: Path, state: dict[str, Any], config: TrainConfig) -> int:
 def _read_verified(path: Path) -> tuple[bytes, bool]:
     """The payload bytes of ``path`` and whether it carried a digest (checked here; a mismatch is refused)."""
     try:
-        data = path.read_bytes()
+        data = read_regular_file("file", path)  # a FIFO or a device is refused before anything is read
     except OSError as exc:
-        raise ValueError(f"{path}: unreadable checkpoint ({exc})") from exc
+        raise ValueError(f"{path}: unreadable checkpoint ({exc.strerror or exc})") from exc
     match = _TRAILER.search(data[-TRAILER_LENGTH:])
     if match is None:
         return data, False

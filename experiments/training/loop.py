@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ from typing import Any, Protocol, TextIO
 import torch
 
 from experiments.config import TrainConfig, TrainResult
+from experiments.json_files import named_write_error
 from experiments.tasks import Batch, Task, draw_batch
 from experiments.training.arguments import check_train_arguments
 from experiments.training.checkpoints import (
@@ -52,7 +54,8 @@ from experiments.training.progress import DEFAULT_INTERVAL, Progress
 from experiments.training.provenance import provenance
 from experiments.training.run import build_run, resolve_device, sampler_generator
 from experiments.training.run_directory import RunDirectory
-from experiments.training.schedule import make_optimizer, optimizer_kind, scheduled_lr
+from experiments.training.run_lock import run_directory_lock
+from experiments.training.schedule import lr_factor, make_optimizer, optimizer_kind, scheduled_lr
 from experiments.training.step_capture import Stepper, describe_step_path, make_stepper, matmul_precision
 
 
@@ -257,11 +260,26 @@ def run_loop(training: Training, hooks: LoopHooks, *, check_every_step: bool) ->
 
 
 # ------------------------------------------------------------------------------------------------ one ordinary run
-def _check_metrics(path: Path, rows: list[list[str]], config: TrainConfig, step: int, stats: dict[str, Any]) -> None:
-    """ValueError unless ``rows`` (metrics up to ``step``) are the epochs a checkpoint at ``step`` has closed.
+TIME_DIGITS_SLACK = 1e-3
+"""metrics.csv writes the time column with 3 decimals (rounded), the checkpoint its elapsed seconds unrounded: a row's
+time may exceed the checkpoint's elapsed by at most half a millisecond of rounding."""
 
-    Those are the rows at log_every, 2 log_every, ... <= step (and at ``step`` when it is the last step); their lowest
-    and last losses must be the checkpoint's stats.best and stats.last_epoch (both written with repr, exact).
+
+def check_epoch_rows(path: Path, rows: list[list[str]], config: TrainConfig, step: int, stats: dict[str, Any]) -> None:
+    """ValueError naming ``path``, the row and the column unless ``rows`` (metrics up to ``step``, as
+    `RunDirectory.metrics_rows` returns them) are the epochs a checkpoint at ``step`` has closed, column by column:
+
+    - step: the rows at log_every, 2 log_every, ... <= step (and at ``step`` when it is the last step);
+    - loss: finite and >= 0 (a closed epoch's mean error; a non-finite one stops the run before its row is written);
+      the lowest graded loss and the last one are the checkpoint's stats.best and stats.last_epoch (both written
+      with repr, so compared exactly);
+    - lr: the schedule's rate at the epoch's last step, ``lr * lr_factor(step - 1)`` (`training.schedule`), exactly;
+    - time: finite, >= 0, never decreasing, and at most the checkpoint's elapsed seconds (`TIME_DIGITS_SLACK`);
+    - population: empty or a finite number >= 0 (its value at the checkpoint's step is recomputed from the
+      checkpoint's model by `check_population_row`).
+
+    Empty lr and time values are those of a file written before the column existed (`RunDirectory.metrics_rows`
+    pads them; an empty value in a file that has the column is refused there).
     """
     expected = list(range(config.log_every, step + 1, config.log_every))
     if step == config.steps and step % config.log_every:
@@ -272,6 +290,26 @@ def _check_metrics(path: Path, rows: list[list[str]], config: TrainConfig, step:
             f"{path}: epoch rows at steps {found[:5]}{'...' if len(found) > 5 else ''} do not match the checkpoint "
             f"at step {step} (expected {len(expected)} rows at multiples of log_every {config.log_every})"
         )
+    length, warmup = config.schedule_length, config.warmup_length
+    previous_time = 0.0
+    for row in rows:
+        at = f"{path}: the row at step {row[0]}"
+        loss, lr_text, time_text, population_text = float(row[1]), row[2], row[3], row[4]
+        if not (math.isfinite(loss) and loss >= 0):
+            raise ValueError(f"{at}: column loss must be a finite number >= 0, got {row[1]!r}")
+        if lr_text and float(lr_text) != config.lr * lr_factor(int(row[0]) - 1, length, warmup):
+            scheduled = config.lr * lr_factor(int(row[0]) - 1, length, warmup)
+            raise ValueError(f"{at}: column lr is {lr_text}, but the run's schedule gives {scheduled!r} there")
+        if time_text:
+            seconds = float(time_text)
+            if not (math.isfinite(seconds) and previous_time <= seconds <= stats["elapsed"] + TIME_DIGITS_SLACK):
+                raise ValueError(
+                    f"{at}: column time is {time_text}, outside [{previous_time:.3f}, {stats['elapsed']:.3f}] (the "
+                    "previous row's time, the checkpoint's elapsed seconds)"
+                )
+            previous_time = seconds
+        if population_text and not (math.isfinite(float(population_text)) and float(population_text) >= 0):
+            raise ValueError(f"{at}: column population must be empty or a finite number >= 0, got {population_text!r}")
     if rows:
         losses = [float(row[1]) for row in rows]
         starts = [0] + found[:-1]  # each epoch starts where the previous one closed
@@ -283,6 +321,29 @@ def _check_metrics(path: Path, rows: list[list[str]], config: TrainConfig, step:
                 f"{path}: epoch losses (lowest graded {lowest!r}, last {losses[-1]!r}) do not match the "
                 f"checkpoint's stats.best {stats['best']!r} and stats.last_epoch {stats['last_epoch']!r}"
             )
+
+
+def check_population_row(
+    path: Path, rows: list[list[str]], step: int, model: torch.nn.Module, task: Task, device: torch.device
+) -> None:
+    """ValueError naming ``path`` unless the population value of the row at the checkpoint's ``step``, where there is
+    one, is the restored model's population error (`training.evaluation.population_error`, the curve's CURVE_SAMPLES
+    held-out samples) within one standard error of that estimate.
+
+    On the CPU the recomputation is the same arithmetic and agrees exactly; the tolerance covers a GPU's or another
+    thread count's rounding, and a change smaller than the estimate's own standard error says nothing the curve
+    could resolve anyway.
+    """
+    row = next((r for r in rows if int(r[0]) == step), None)
+    if row is None or not row[4]:
+        return
+    recorded = float(row[4])
+    estimate = population_error(model, task, CURVE_SAMPLES, device)
+    if abs(recorded - estimate.mean) > estimate.stderr:
+        raise ValueError(
+            f"{path}: the row at step {step}: column population is {row[4]}, but the checkpoint's model measures "
+            f"{estimate.mean!r} +- {estimate.stderr:.2g} on the same held-out samples"
+        )
 
 
 def finished_result(files: RunDirectory, config: TrainConfig) -> TrainResult | None:
@@ -298,24 +359,41 @@ def finished_result(files: RunDirectory, config: TrainConfig) -> TrainResult | N
     return files.read_result()
 
 
-def _begin_extension(files: RunDirectory, config: TrainConfig) -> None:
-    """When ``files`` hold a shorter run that ``config`` extends: refuse a diverged one, and retire its result.json
-    (the extended run writes its own when it ends; until then the directory holds an unfinished run)."""
+def _extends_finished_run(files: RunDirectory, config: TrainConfig) -> bool:
+    """Whether ``files`` hold a shorter run that ``config`` extends, checked without changing anything: a diverged
+    run is refused, and so is a finished one whose checkpoint is gone (the extension goes on from it; training from
+    step 0 instead would replace the finished run). The caller retires its result.json once every check passed."""
     if not files.config.exists() or not config.extends(files.read_config()):
-        return
+        return False
     if files.result.exists():
         earlier = files.read_result()
         if earlier.diverged:
             raise ValueError(
                 f"{files.result}: the run there diverged at step {earlier.steps}; a diverged run cannot be extended"
             )
-        files.result.unlink()
+        if not os.path.lexists(files.checkpoint):
+            raise ValueError(
+                f"{files.checkpoint} is missing: the finished run there ({earlier.steps} steps) can only be extended "
+                "from its last checkpoint; use another output directory"
+            )
+    return True
 
 
-def start_or_resume(config: TrainConfig, files: RunDirectory) -> tuple[Training, torch.nn.Module]:
-    """A fresh run of ``config``, or the state of its checkpoint (or of the shorter run it extends); the metrics file
-    is cut back to the checkpoint."""
-    _begin_extension(files, config)
+@dataclass
+class PreparedRun:
+    """A run ready to train, every check of its directory passed and nothing written yet (`prepare_run`)."""
+
+    training: Training
+    model: torch.nn.Module
+    rows: list[list[str]]  # the metrics rows the checkpoint has closed (empty for a fresh start)
+    extending: bool  # the directory holds a finished shorter run that this one extends
+
+
+def prepare_run(config: TrainConfig, files: RunDirectory) -> PreparedRun:
+    """A fresh run of ``config``, or the state of its checkpoint (or of the shorter run it extends), with every file
+    of the directory checked (the checkpoint, metrics.csv column by column, result.json of an extended run) and
+    nothing written: a refusal leaves the directory exactly as it was. `commit_run` then writes."""
+    extending = _extends_finished_run(files, config)
     device = resolve_device(config.device)
     task, model = build_run(config, device)
     optimizer, scheduler = make_optimizer(model.parameters(), config, optimizer_kind(config, device))
@@ -325,7 +403,8 @@ def start_or_resume(config: TrainConfig, files: RunDirectory) -> tuple[Training,
     training = Training(config, task, models, [sampler], optimizer, scheduler, stats, device)
     if config.train_batches:
         training.replay = [[batch] for batch in fixed_training_set(config, task, device)]
-    if files.checkpoint.exists():
+    rows: list[list[str]] = []
+    if os.path.lexists(files.checkpoint):  # a dangling link is a damaged checkpoint, not an absent one
         step, saved = restore_checkpoint(
             files.checkpoint, config, model=model, optimizer=optimizer, scheduler=scheduler, sampler=sampler
         )
@@ -335,11 +414,27 @@ def start_or_resume(config: TrainConfig, files: RunDirectory) -> tuple[Training,
         stats.count = int(saved["epoch_count"])
         stats.best, stats.last = [float(saved["best"])], [float(saved["last_epoch"])]
         rows = files.metrics_rows(step)
-        _check_metrics(files.metrics, rows, config, step, saved)
-        files.write_metrics(rows)
-    else:
-        files.write_metrics([])
-    return training, model
+        check_epoch_rows(files.metrics, rows, config, step, saved)
+        check_population_row(files.metrics, rows, step, model, task, device)
+    return PreparedRun(training, model, rows, extending)
+
+
+def commit_run(files: RunDirectory, prepared: PreparedRun) -> None:
+    """Write what a prepared run starts from: the stale temporaries of a killed write removed, the extended run's
+    result.json retired (the extension writes its own when it ends; until then the directory holds an unfinished
+    run), metrics.csv cut back to the checkpoint."""
+    remove_stale_temporaries(files.root)
+    if prepared.extending:
+        files.result.unlink(missing_ok=True)
+    files.write_metrics(prepared.rows)
+
+
+def start_or_resume(config: TrainConfig, files: RunDirectory) -> tuple[Training, torch.nn.Module]:
+    """A fresh run of ``config``, or the state of its checkpoint (or of the shorter run it extends): `prepare_run`'s
+    checks, then `commit_run`'s writes."""
+    prepared = prepare_run(config, files)
+    commit_run(files, prepared)
+    return prepared.training, prepared.model
 
 
 def population_due(training: Training) -> bool:
@@ -363,8 +458,11 @@ class RunDirectoryHooks(LoopHooks):
         population = ""
         if population_due(training):
             population = repr(population_error(self.model, training.task, CURVE_SAMPLES, training.device).mean)
-        self.metrics.writerow([training.step, repr(mean), repr(lr_used), f"{training.elapsed():.3f}", population])
-        self.metrics_stream.flush()
+        try:
+            self.metrics.writerow([training.step, repr(mean), repr(lr_used), f"{training.elapsed():.3f}", population])
+            self.metrics_stream.flush()
+        except OSError as exc:  # a full disk: name the file
+            raise named_write_error(exc, self.files.metrics) from exc
         self.bar.set_loss(mean)
 
     def checkpoint_due(self, training: Training) -> bool:
@@ -397,7 +495,8 @@ def train(
 
     Args:
         config: the run.
-        out_dir: run directory (created if needed).
+        out_dir: run directory (created if needed). Its writer lock is held throughout (`training.run_lock`): a
+            directory another process writes is refused (RunDirectoryBusy, a ValueError) before anything is written.
         progress: report progress on stderr: a tqdm bar on a terminal, else a line (step, loss, steps/s, ETA) every
             ``progress_interval`` seconds (`experiments.training.progress.Progress`).
         progress_interval: seconds between progress lines when stderr is not a terminal.
@@ -407,13 +506,12 @@ def train(
     """
     config, out_dir, progress, progress_interval = check_train_arguments(config, out_dir, progress, progress_interval)
     files = RunDirectory(out_dir)
-    files.root.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(files.root)  # left by a process killed while writing; this run owns the directory
-    finished = finished_result(files, config)
-    if finished is not None:
-        return finished
-    with matmul_precision(config.matmul_precision):
-        return _train_in(config, files, progress, progress_interval)
+    with run_directory_lock(files.root):  # one writer per run directory, before anything is written
+        finished = finished_result(files, config)
+        if finished is not None:
+            return finished
+        with matmul_precision(config.matmul_precision):
+            return _train_in(config, files, progress, progress_interval)
 
 
 def write_run_record(files: RunDirectory, config: TrainConfig, training: Training) -> None:

@@ -68,9 +68,27 @@ def training_bytes(config: TrainConfig) -> float:
     Returns:
         bytes, as a float (exact integers would be no more honest than the estimate).
     """
+    return math.fsum(training_byte_terms(config).values())
+
+
+def training_byte_terms(config: TrainConfig) -> dict[str, float]:
+    """`training_bytes` split by what sets each part, keyed by the flags that size it (as `attnrank train` spells
+    them): the attention weights and their AdamW state, the attention activations, the feed-forward block (weights,
+    state and hidden activations, all proportional to ffn_dim) and a fixed training set."""
     D, heads, layers = config.model_width, config.heads, config.layers  # D: the residual width
     tokens = config.batch_size * (2 * config.N + 1 if config.task == "icl" else config.N + 1)
-    params = layers * (heads * (2 * config.rank * D + D * D) + 2 * D * config.ffn_dim + 4 * D)
-    per_token = layers * (6 * D + heads * (2 * config.rank + D + config.N + 1) + 2 * config.ffn_dim)
-    fixed_set = config.train_batches * 3 * tokens * D
-    return 4.0 * (4 * params + 3 * tokens * per_token + fixed_set)
+    width = "--embed-dim" if config.embed_dim else "--d"
+    attention_params = layers * (heads * (2 * config.rank * D + D * D) + 4 * D)
+    attention_per_token = layers * (6 * D + heads * (2 * config.rank + D + config.N + 1))
+    return {
+        f"{width}/--width/--rank/--layers": 4.0 * 4 * attention_params,
+        f"--batch-size/--N/{width}/--width/--layers": 4.0 * 3 * tokens * attention_per_token,
+        "--ffn-dim": 4.0 * (4 * layers * 2 * D * config.ffn_dim + 3 * tokens * layers * 2 * config.ffn_dim),
+        "--train-batches": 4.0 * config.train_batches * 3 * tokens * D,
+    }
+
+
+def training_memory_source(config: TrainConfig) -> str:
+    """The flags of the largest part of `training_bytes` (`training_byte_terms`): what a refusal blames."""
+    terms = training_byte_terms(config)
+    return max(terms, key=lambda flags: terms[flags])

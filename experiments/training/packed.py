@@ -13,13 +13,16 @@ module reads the K checkpoints back and packs them again) or run by run with `tr
 `attnrank analyze` and ``train --eval-only`` read a packed run like any other. A run that diverges is stopped alone:
 its last finite checkpoint is kept, its result says ``diverged``, and the other runs go on.
 
-Runs already finished are returned from their ``result.json``. Runs at different steps (a pack killed between two of
+Every run directory's writer lock is held throughout (`experiments.training.run_lock`), and every run's files are
+checked before any run's are written, so a pack refused for one damaged run changes none of them. Runs already
+finished are returned from their ``result.json``. Runs at different steps (a pack killed between two of
 its runs' checkpoints) are packed by step and trained one group after the other. ``seconds`` of each result is the
 pack's wall time divided by the number of runs it trained.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import csv
 import time
@@ -31,24 +34,28 @@ from typing import Any, TextIO
 import torch
 
 from experiments.config import TrainConfig, TrainResult
+from experiments.json_files import named_write_error
 from experiments.models.packed import PackedNetwork, pack_models
 from experiments.tasks import Batch, Task, draw_batch
 from experiments.training.arguments import check_pack_arguments
-from experiments.training.checkpoints import remove_stale_temporaries, save_checkpoint
+from experiments.training.checkpoints import save_checkpoint
 from experiments.training.evaluation import CURVE_SAMPLES, evaluate_model, population_error
 from experiments.training.fixed_set import fixed_training_set
 from experiments.training.loop import (
     EpochStatistics,
     LoopHooks,
+    PreparedRun,
     Training,
+    commit_run,
     finished_result,
     population_due,
+    prepare_run,
     run_loop,
-    start_or_resume,
     write_run_record,
 )
 from experiments.training.progress import DEFAULT_INTERVAL, Progress
 from experiments.training.run_directory import RunDirectory
+from experiments.training.run_lock import run_directory_lock
 from experiments.training.schedule import (
     load_optimizer_state,
     make_optimizer,
@@ -173,8 +180,11 @@ class PackHooks(LoopHooks):
                 continue
             population = repr(self.population(training, k, CURVE_SAMPLES)) if due else ""
             elapsed = f"{self.elapsed(training, k):.3f}"
-            self.writers[k].writerow([training.step, repr(mean), repr(lr_used), elapsed, population])
-            self.streams[k].flush()
+            try:
+                self.writers[k].writerow([training.step, repr(mean), repr(lr_used), elapsed, population])
+                self.streams[k].flush()
+            except OSError as exc:  # a full disk: name the file
+                raise named_write_error(exc, self.members[k].files.metrics) from exc
         live = [m for m, gone in zip(means, training.stats.diverged, strict=True) if not gone]
         if live:
             self.bar.set_loss(min(live))
@@ -288,8 +298,11 @@ def train_packed(
         the number of runs trained together, except for runs that were already finished).
     """
     configs, dirs, progress, progress_interval = check_pack_arguments(configs, out_dirs, progress, progress_interval)
-    with matmul_precision(configs[0].matmul_precision):
-        return _train_packed_in(configs, dirs, progress, progress_interval)
+    with contextlib.ExitStack() as locks:  # one writer per run directory: every run's, before anything is written
+        for directory in dirs:
+            locks.enter_context(run_directory_lock(directory))
+        with matmul_precision(configs[0].matmul_precision):
+            return _train_packed_in(configs, dirs, progress, progress_interval)
 
 
 def _train_packed_in(
@@ -297,19 +310,21 @@ def _train_packed_in(
 ) -> list[TrainResult]:
     """`train_packed` after its checks, under the pack's matmul precision."""
     results: dict[int, TrainResult] = {}
-    waiting: dict[int, list[tuple[int, PackMember]]] = {}
+    prepared: dict[int, tuple[RunDirectory, PreparedRun]] = {}
     for index, (config, directory) in enumerate(zip(configs, dirs, strict=True)):
         files = RunDirectory(directory)
-        files.root.mkdir(parents=True, exist_ok=True)
-        remove_stale_temporaries(files.root)
         finished = finished_result(files, config)
         if finished is not None:
             results[index] = finished
             continue
-        training, model = start_or_resume(config, files)
-        write_run_record(files, config, training)
-        model.train()
-        waiting.setdefault(training.step, []).append((index, PackMember(config, files, training, model)))
+        prepared[index] = (files, prepare_run(config, files))  # every run's checks before any run's writes
+    waiting: dict[int, list[tuple[int, PackMember]]] = {}
+    for index, (files, run) in prepared.items():
+        commit_run(files, run)
+        write_run_record(files, configs[index], run.training)
+        run.model.train()
+        member = PackMember(configs[index], files, run.training, run.model)
+        waiting.setdefault(run.training.step, []).append((index, member))
     remaining = sum(configs[0].steps - step for step in waiting)  # pack steps: each advances all of its runs
     desc = f"pack of {len(configs)} {configs[0].task} runs"
     with Progress(max(remaining, 1), desc=desc, enabled=progress and remaining > 0, interval=progress_interval) as bar:

@@ -20,7 +20,10 @@ def resolve_device(name: str) -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError(f"device {name!r} requested but CUDA is not available on this machine")
-    return torch.device(name)
+    device = torch.device(name)
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise ValueError(f"device {name!r} requested but this machine has {torch.cuda.device_count()} CUDA device(s)")
+    return device
 
 
 def sampler_generator(seed: int, sampler: str = "cpu", device: torch.device | None = None) -> torch.Generator:

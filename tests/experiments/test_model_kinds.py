@@ -54,7 +54,7 @@ def test_each_kind_accepts_its_own_config_and_sizes_it(name: str) -> None:
         ({"embed_dim": 8}, "embed_dim must be 0 unless model is 'gpt2'"),
         ({"model": "theory", "task": "icl"}, "model must be 'encoder' or 'gpt2' for the icl task"),
         ({"model": "theory", "layer_init": "copies"}, "layer_init must be 'independent' unless model is 'encoder'"),
-        ({"init": "w.safetensors"}, "init weight files load into the theory model"),
+        ({"init": "w.safetensors"}, "init must be used with model 'theory'"),
         ({"model": "rnn"}, "model must be one of 'encoder', 'theory', 'gpt2', got 'rnn'"),
     ],
 )

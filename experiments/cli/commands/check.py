@@ -8,6 +8,7 @@ from pathlib import Path
 
 from experiments.allocator import HELP as ALLOCATOR_HELP
 from experiments.cli.arguments import check_output_dir, check_output_file, path_argument
+from experiments.json_files import write_text_atomically
 from experiments.reporting.check import all_passed, figure_links, format_table, run_checks
 
 
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         figures=figure_links(args.report_dir),
     )
     path = args.report_dir / "check.md"
-    path.write_text(table, encoding="utf-8")
+    write_text_atomically(path, table)
     print(table)
     print(f"report written to {path}")
     return 0 if all_passed(results) else 1

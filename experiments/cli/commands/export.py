@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from constructions.export_torch import EXPORT_FORMATS, STATE_DICT_KEYS, export_weights
 from constructions.weights_io import load_weights
@@ -40,6 +41,9 @@ def run(args: argparse.Namespace) -> int:
         export = export_weights(weights, args.format, args.out)
     except ValueError as exc:
         raise ValueError(f"{args.weights}: {exc}") from exc
+    except OSError as exc:  # a full disk: the library names its parameter path; here it is --out
+        detail = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise OSError(exc.errno, f"--out cannot be written ({detail}); nothing was written", str(args.out)) from exc
     meta = export.metadata
     emit(
         {

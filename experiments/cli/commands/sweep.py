@@ -14,12 +14,12 @@ from typing import Any
 
 from experiments.allocator import HELP as ALLOCATOR_HELP
 from experiments.cli.arguments import path_argument
-from experiments.cli.output import emit
+from experiments.cli.output import emit, warn
 from experiments.config import TrainConfig
 from experiments.json_files import MAX_JSON_DEPTH, json_depth, jsonable, parse_json_text
 from experiments.studies import PRESETS, get_preset
 from experiments.studies.reference import FILES, with_runs
-from experiments.sweeps.backends import BACKENDS
+from experiments.sweeps.backends import BACKENDS, WorkerDied
 from experiments.sweeps.preflight import check_sweep_request, resolve_runs, select_runs
 from experiments.sweeps.preset_kit import Preset
 from experiments.sweeps.reference_configs import ReferenceGrid, read_reference
@@ -201,7 +201,15 @@ def run(args: argparse.Namespace) -> int:
     if grid is not None:
         for key in grid.skipped:
             print(f"attnrank sweep: skipped: {key}", file=sys.stderr)
-    summary = execute_sweep(request)
+    try:
+        summary = execute_sweep(request)
+    except WorkerDied as exc:  # not bad input (exit 2): the sweep ran and stopped; one line, exit 1
+        print(f"attnrank sweep: error: {exc}", file=sys.stderr)
+        return 1
+    for line in summary.get("damaged", []):  # result.json files --rebuild-store refused to store
+        warn("sweep", f"not restored: {line}")
+    if "damaged" in summary and not args.json:
+        summary["damaged"] = len(summary["damaged"])
     summary["seconds"] = round(summary["seconds"], 3)
     if grid is not None:
         summary["skipped_keys"] = [str(key) for key in grid.skipped]

@@ -6,7 +6,6 @@ import argparse
 import dataclasses
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -30,10 +29,11 @@ from experiments.model_kinds import ATTENTIONS, LAYER_INITS, MODELS, POSITIONALS
 from experiments.training.arguments import runs_on_cpu
 from experiments.training.evaluation import EVALUATION_SAMPLES, evaluate_run
 from experiments.training.loop import train
-from experiments.training.memory import training_bytes
+from experiments.training.memory import training_bytes, training_memory_source
 from experiments.training.progress import DEFAULT_INTERVAL
 from experiments.training.run import build_run
 from experiments.training.schedule import INIT_STEP_WARNING, init_step_ratio
+from theory.validation import check_existing_file
 
 _DEFAULTS = TrainConfig()
 
@@ -303,11 +303,9 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_output_dir(args.out, "--out")
     if runs_on_cpu(config):  # the library's rule (training.arguments): a GPU run's memory is the GPU's
-        check_memory(
-            training_bytes(config), "the model and one step's activations", "--batch-size/--d/--N/--width/--layers"
-        )
-    if config.init is not None and config.construction_init is None and not Path(config.init).is_file():
-        raise ValueError(f"--init weight file not found: {config.init}")
+        check_memory(training_bytes(config), "the model and one step's activations", training_memory_source(config))
+    if config.init is not None and config.construction_init is None:
+        check_existing_file("--init", config.init)  # a directory, a FIFO or a device named as such, before reading
     if not args.progress_interval > 0:
         raise ValueError(f"--progress-interval must be > 0 seconds, got {args.progress_interval!r}")
     if args.eval_samples < 2:

@@ -53,7 +53,7 @@ def test_curves_are_checked_and_steps_to_target_read_the_first_epoch_at_or_below
     bad.mkdir()
     (bad / "metrics.csv").write_text("step,value\n50,0.1\n", encoding="utf-8")
     curve, why = epoch_curve(bad / "metrics.csv")
-    assert curve is None and "step, loss" in why
+    assert curve is None and "header must be step,loss" in why
     (bad / "metrics.csv").write_text("step,loss\n100,0.9\n50,0.01\n", encoding="utf-8")
     assert epoch_curve(bad / "metrics.csv")[0] is None  # steps out of order: not trusted
     (bad / "metrics.csv").write_text("step,loss\n", encoding="utf-8")

@@ -201,7 +201,7 @@ def test_init_file_mismatch_and_corruption_are_refused(tmp_path: Path, capsys: p
         ],
         capsys,
     )
-    assert status == 2 and "init weight file not found" in err
+    assert status == 2 and "--init is not an existing file (not found)" in err
     status, _, err = run_cli(
         [
             *common,
