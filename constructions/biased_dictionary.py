@@ -55,6 +55,7 @@ from theory.validation import (
     check_int,
     check_rank,
     check_real,
+    check_sample_count,
 )
 
 FloatArray = npt.NDArray[np.float64]
@@ -305,7 +306,7 @@ def gram_statistics(
     Returns:
         GramStatistics.
     """
-    n_samples = check_int("n_samples", n_samples, minimum=2)
+    n_samples = check_sample_count("n_samples", n_samples)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     rng = check_generator(rng)
     keys = check_choice("keys", keys, KEY_KINDS)
@@ -460,7 +461,7 @@ def heldout_error(
     Returns:
         MonteCarloEstimate of E ||F - alpha A - sum_h a_h f_h||^2.
     """
-    n_samples = check_int("n_samples", n_samples, minimum=2)
+    n_samples = check_sample_count("n_samples", n_samples)
     rng = check_generator(rng)
     errors = []
     done = 0

@@ -24,7 +24,7 @@ from constructions.weights_io import WeightFile, check_weight_file, load_weights
 from theory.attention import multihead_attention
 from theory.monte_carlo import DEFAULT_Z, estimate_error
 from theory.multilayer import multilayer_forward
-from theory.validation import check_array, check_bool, check_int, check_temperature
+from theory.validation import check_array, check_bool, check_int, check_sample_count, check_temperature
 
 FloatArray = npt.NDArray[np.float64]
 Model = Callable[[FloatArray, FloatArray], FloatArray]
@@ -152,7 +152,7 @@ def evaluate_weight_file(
     weights = load_weights(path)
     get_task(task)
     force = check_bool("force", force)
-    samples = check_int("samples", samples, minimum=2)
+    samples = check_sample_count("samples", samples)
     seed = check_int("seed", seed, minimum=0)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     if temperature is not None:

@@ -38,7 +38,7 @@ import numpy.typing as npt
 import torch
 from safetensors.torch import save
 
-from constructions.weights_io import WeightFile, check_weight_file
+from constructions.weights_io import WeightFile, check_weight_file, write_atomically
 from theory.validation import check_choice, check_instance
 
 FloatArray = npt.NDArray[np.float64]

@@ -67,6 +67,7 @@ from theory.validation import (
     check_int,
     check_output_file,
     check_real,
+    check_sample_count,
 )
 
 FloatArray = npt.NDArray[np.float64]
@@ -672,7 +673,7 @@ def monte_carlo_error(
     """
     tensors = attention_weights_of(q, k, a)
     H, _, d = tensors["Q"].shape
-    n_samples = check_int("n_samples", n_samples, minimum=2)
+    n_samples = check_sample_count("n_samples", n_samples)
     rng = check_generator(rng)
     if batch_size is None:
         batch_size = max(1, min(20000, (1 << 24) // (H * d)))

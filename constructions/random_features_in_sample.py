@@ -34,7 +34,7 @@ import torch
 
 from constructions.random_features import kernel_matrix, target_kernel, weight_error
 from theory.sphere import sample_sphere
-from theory.validation import check_array, check_generator, check_int
+from theory.validation import check_array, check_generator, check_sample_count
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -89,7 +89,7 @@ def empirical_system(q: Any, k: Any, n_samples: int, rng: np.random.Generator) -
     k = check_array("k", k, shape=q.shape)
     q = q / np.linalg.norm(q, axis=1, keepdims=True)
     k = k / np.linalg.norm(k, axis=1, keepdims=True)
-    n_samples = check_int("n_samples", n_samples, minimum=1)
+    n_samples = check_sample_count("n_samples", n_samples, minimum=1)
     rng = check_generator(rng)
     H = q.shape[0]
     G = np.zeros((H, H))

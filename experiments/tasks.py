@@ -39,7 +39,7 @@ import torch
 from experiments.config import TASKS, Curriculum
 from theory.biased_target import biased_target, sample_biased_context
 from theory.monte_carlo import MonteCarloEstimate, estimate_mean
-from theory.validation import check_choice, check_dimension, check_int
+from theory.validation import check_choice, check_dimension, check_int, check_sample_count
 
 KEY_KINDS = ("orthonormal", "iid")
 """Key distributions of the nearest-neighbour task."""
@@ -487,7 +487,7 @@ def estimate_task_error(
     Returns:
         MonteCarloEstimate of E[per-sample error] (see the module docstring for the error of each task).
     """
-    n_samples = check_int("n_samples", n_samples, minimum=2)
+    n_samples = check_sample_count("n_samples", n_samples)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     generator = check_torch_generator(generator)
     values = []

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from theory.validation import check_array, check_generator, check_int, check_real
+from theory.validation import check_array, check_generator, check_int, check_real, check_sample_count
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -169,7 +169,7 @@ def estimate_error(
     Returns:
         MonteCarloEstimate of the mean squared error.
     """
-    n_samples = check_int("n_samples", n_samples, minimum=2)
+    n_samples = check_sample_count("n_samples", n_samples)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     rng = check_generator(rng)
     for name, function in (("model", model), ("target", target), ("sampler", sampler)):

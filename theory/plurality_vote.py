@@ -21,7 +21,7 @@ import numpy.typing as npt
 from theory.monte_carlo import MonteCarloEstimate, estimate_mean
 from theory.sphere import sample_context
 from theory.targets import nearest_index
-from theory.validation import check_choice, check_dimension, check_generator, check_int
+from theory.validation import check_choice, check_dimension, check_generator, check_int, check_sample_count
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -54,7 +54,7 @@ def plurality_vote_errors(
     """
     d = check_dimension(d)
     N = check_int("N", N, minimum=2)
-    n_samples = check_int("n_samples", n_samples, minimum=2)
+    n_samples = check_sample_count("n_samples", n_samples)
     rng = check_generator(rng)
     keys = check_choice("keys", keys, ("orthonormal", "iid"))
     counts_wanted = sorted({check_int("heads", h, minimum=1) for h in heads})

@@ -47,6 +47,24 @@ def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int
     return value
 
 
+MAX_SAMPLES = 10**9
+"""The most samples any Monte Carlo estimate or fit draws (as many as a run's steps may be, `experiments.config.
+MAX_STEPS`). 1e9 samples resolve a mean to 1 / sqrt(1e9) = 3e-5 of its standard deviation, beyond anything a check
+here reads; the work grows linearly past it (a request for 1e11 samples ran for hours without a line of output)."""
+
+
+def check_sample_count(name: str, value: Any, *, minimum: int = 2) -> int:
+    """A number of samples: an integer in [minimum, `MAX_SAMPLES`] (ValueError naming ``name``, saying how far
+    beyond the limit a huge count is)."""
+    count = check_int(name, value, minimum=minimum)
+    if count > MAX_SAMPLES:
+        raise ValueError(
+            f"{name} must be an integer in [{minimum}, {MAX_SAMPLES}], got {count} ({count / MAX_SAMPLES:.3g} times "
+            "the most samples any estimate here draws: hours of work that resolve nothing 1e9 samples do not)"
+        )
+    return count
+
+
 def check_real(
     name: str,
     value: Any,

@@ -29,7 +29,7 @@ from constructions.biased_dictionary import (
 )
 from theory.biased_target import bias_grid, population_moments
 from theory.smoothing_bound import budget_exponent, error_floor_from_norm_sum, threshold_norm_sum
-from theory.validation import check_dimension, check_int
+from theory.validation import check_dimension, check_int, check_sample_count
 
 FLOOR_LEVEL_ABSOLUTE = 1.0 / 40.0
 """The constant error reported for Theorem 3 by one source; thresholds are where the floor drops below it."""
@@ -52,7 +52,7 @@ def budget_table(
         list of row dicts.
     """
     d = check_dimension(d)
-    n_samples = check_int("n_samples", n_samples, minimum=2)
+    n_samples = check_sample_count("n_samples", n_samples)
     n_heldout = n_samples if n_heldout is None else check_int("n_heldout", n_heldout, minimum=2)
     grid = bias_grid(d)
     rows: list[dict[str, Any]] = []

@@ -26,6 +26,7 @@ outside that class, so for it the comparison is reported as "bound_applies": fal
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from experiments.training.evaluation import (
     EVAL_BATCH,
     EVALUATION_SAMPLES,
     POPULATION_SEED,
+    check_evaluation_memory,
     population_error,
     population_fields,
     theorem2_applicable,
@@ -49,7 +51,7 @@ from experiments.training.evaluation import (
 from experiments.training.run_directory import RunDirectory
 from experiments.training.run_model import load_trained_model, model_dtype
 from theory.monte_carlo import MeanAccumulator
-from theory.validation import check_array, check_int
+from theory.validation import check_array, check_int, check_sample_count
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -154,7 +156,7 @@ def icl_error_curves(
     """
     if not isinstance(task, LinearRegressionTask):
         raise ValueError(f"task must be the icl task, got {getattr(task, 'name', type(task).__name__)!r}")
-    n_samples = check_int("n_samples", n_samples, minimum=2)
+    n_samples = check_sample_count("n_samples", n_samples)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     accumulators = {name: MeanAccumulator((task.N,)) for name in predictors}
     generator = torch.Generator().manual_seed(POPULATION_SEED)
@@ -203,6 +205,10 @@ def analyze_run(out_dir: Path, samples: int = EVALUATION_SAMPLES) -> dict[str, A
         ``population_samples``) and, where they apply, "theorem2" (Theorem 2's bound beside that estimate) and "icl"
         (the error by number of in-context examples, the model's beside two baselines).
     """
+    files = RunDirectory(Path(out_dir))
+    samples = check_sample_count("samples", samples)
+    recorded = files.read_config()
+    check_evaluation_memory(recorded, f"{files.config} (N = {recorded.N}, d = {recorded.d})")  # before any sample
     config, task, model = load_trained_model(Path(out_dir))  # float64 for a float64 import, else float32
     report: dict[str, Any] = {
         "run": {
@@ -217,8 +223,8 @@ def analyze_run(out_dir: Path, samples: int = EVALUATION_SAMPLES) -> dict[str, A
         },
         "layers": [analyze_layer(layer) for layer in attention_layers(model)],
     }
-    imported = RunDirectory(Path(out_dir)).import_record
-    if imported.is_file():
+    imported = files.import_record
+    if os.path.lexists(imported):
         report["run"]["imported_from"] = imported_source(imported)
     estimate = population_error(model, task, samples)
     report.update(population_fields(estimate))

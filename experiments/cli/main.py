@@ -24,6 +24,7 @@ from typing import NoReturn
 from experiments.allocator import reexec_with_allocator
 from experiments.cli import commands
 from experiments.cli.arguments import PARAMETER_ALIASES
+from experiments.cli.terminal_text import printable
 from experiments.cli.version import package_version
 
 
@@ -38,8 +39,10 @@ class OneLineArgumentParser(argparse.ArgumentParser):
 
 
 def one_line(text: str) -> str:
-    """``text`` with its line breaks folded into spaces (a refusal is always exactly one line)."""
-    return " ".join(part.strip() for part in str(text).splitlines() if part.strip()) or "(no message)"
+    """``text`` with its line breaks folded into spaces (a refusal is always exactly one line) and every other
+    control character escaped (`experiments.cli.terminal_text.printable`: a message may quote a file's text)."""
+    folded = " ".join(part.strip() for part in str(text).splitlines() if part.strip()) or "(no message)"
+    return printable(folded)
 
 
 def _selected_parsers(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[argparse.ArgumentParser]:

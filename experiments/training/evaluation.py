@@ -23,6 +23,7 @@ touched, so a run's losses do not depend on when it was evaluated.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +32,15 @@ import torch
 from experiments.config import TrainConfig
 from experiments.model_kinds import model_kind
 from experiments.tasks import Task, estimate_task_error
+from experiments.training.arguments import runs_on_cpu
 from experiments.training.checkpoints import check_same_config, load_checkpoint
+from experiments.training.memory import check_memory, evaluation_bytes, training_memory_source
 from experiments.training.run import build_run, resolve_device
 from experiments.training.run_directory import RunDirectory
 from experiments.training.run_model import load_trained_model, model_dtype, run_dtype
 from theory.bounds import rank_lower_bound
 from theory.monte_carlo import DEFAULT_Z, MonteCarloEstimate
-from theory.validation import check_int
+from theory.validation import check_sample_count
 
 POPULATION_SEED = 2**64 - 12_345
 """Seed of the held-out sample stream (module docstring: no training stream can start from it)."""
@@ -62,7 +65,7 @@ def population_error(
         samples: number of held-out samples (>= 2).
         device: where the model lives (default: where its parameters are).
     """
-    samples = check_int("samples", samples, minimum=2)
+    samples = check_sample_count("samples", samples)
     where = next(model.parameters()).device if device is None else device
     generator = torch.Generator().manual_seed(POPULATION_SEED)
     was_training = model.training
@@ -146,6 +149,16 @@ def evaluate_trained(out_dir: str | Path, device: str = "cpu") -> dict[str, Any]
     return evaluation
 
 
+def check_evaluation_memory(config: TrainConfig, source: str) -> None:
+    """Refuse (ValueError starting with ``source``, with the estimate) an evaluation of the run ``config`` whose model
+    and one batch of EVAL_BATCH held-out samples would not fit in the memory available now
+    (`training.memory.evaluation_bytes`): a run imported with N = 100,000,000 used to be evaluated until the
+    machine ran out of memory."""
+    check_memory(
+        evaluation_bytes(config, EVAL_BATCH), f"the model and one batch of {EVAL_BATCH} held-out samples", source
+    )
+
+
 def evaluate_run(config: TrainConfig, out_dir: Path | None, *, samples: int = EVALUATION_SAMPLES) -> dict[str, Any]:
     """The evaluation of the model ``config`` starts from, or of ``out_dir``'s checkpoint if it has one (``attnrank
     train --eval-only``); nothing is written.
@@ -161,11 +174,14 @@ def evaluate_run(config: TrainConfig, out_dir: Path | None, *, samples: int = EV
         the population keys, ``theorem2`` where it applies, step (0 for the starting model, else the checkpoint's)
         and source ("init" = the weight file, "seed" = random initialisation, "checkpoint").
     """
+    samples = check_sample_count("samples", samples)
+    if runs_on_cpu(config):  # a GPU's memory is CUDA's to guard (training.arguments)
+        check_evaluation_memory(config, training_memory_source(config))
     device = resolve_device(config.device)
     task, model = build_run(config, device)  # validates the init file against the config
     step, source = 0, "init" if config.init is not None else "seed"
     checkpoint = RunDirectory(Path(out_dir)).checkpoint if out_dir is not None else None
-    if checkpoint is not None and checkpoint.exists():
+    if checkpoint is not None and os.path.lexists(checkpoint):  # a dangling link is a damaged checkpoint
         state = load_checkpoint(checkpoint)
         if not config.extends(state["config"]):  # the flags of the run's extension name its checkpoint too
             check_same_config(state["config"], config, checkpoint)

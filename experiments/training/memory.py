@@ -71,12 +71,14 @@ def training_bytes(config: TrainConfig) -> float:
     return math.fsum(training_byte_terms(config).values())
 
 
-def training_byte_terms(config: TrainConfig) -> dict[str, float]:
+def training_byte_terms(config: TrainConfig, batch_size: int | None = None) -> dict[str, float]:
     """`training_bytes` split by what sets each part, keyed by the flags that size it (as `attnrank train` spells
     them): the attention weights and their AdamW state, the attention activations, the feed-forward block (weights,
-    state and hidden activations, all proportional to ffn_dim) and a fixed training set."""
+    state and hidden activations, all proportional to ffn_dim) and a fixed training set. ``batch_size`` replaces the
+    config's (an evaluation's batches)."""
     D, heads, layers = config.model_width, config.heads, config.layers  # D: the residual width
-    tokens = config.batch_size * (2 * config.N + 1 if config.task == "icl" else config.N + 1)
+    batch = config.batch_size if batch_size is None else batch_size
+    tokens = batch * (2 * config.N + 1 if config.task == "icl" else config.N + 1)
     width = "--embed-dim" if config.embed_dim else "--d"
     attention_params = layers * (heads * (2 * config.rank * D + D * D) + 4 * D)
     attention_per_token = layers * (6 * D + heads * (2 * config.rank + D + config.N + 1))
@@ -92,3 +94,11 @@ def training_memory_source(config: TrainConfig) -> str:
     """The flags of the largest part of `training_bytes` (`training_byte_terms`): what a refusal blames."""
     terms = training_byte_terms(config)
     return max(terms, key=lambda flags: terms[flags])
+
+
+def evaluation_bytes(config: TrainConfig, batch_size: int) -> float:
+    """An upper estimate of the bytes an evaluation of the run ``config`` holds: its model and one batch of
+    ``batch_size`` held-out samples, counted as `training_bytes` counts a training step of that batch (the forward
+    pass alone holds less: no gradients, no AdamW state, no fixed set)."""
+    terms = training_byte_terms(config, batch_size)
+    return math.fsum(value for flags, value in terms.items() if flags != "--train-batches")

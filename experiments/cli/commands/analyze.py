@@ -11,7 +11,7 @@ from experiments.cli.output import emit
 from experiments.json_files import jsonable, write_json
 from experiments.training.evaluation import EVALUATION_SAMPLES, POPULATION_KEYS
 from experiments.training.run_directory import RunDirectory
-from theory.validation import check_int
+from theory.validation import check_sample_count
 
 HEAD_ROWS = 32
 """Heads per layer printed without --per-head (the JSON output and analysis.json always hold every head)."""
@@ -66,7 +66,7 @@ def print_head_table(layer: int, heads: list[dict], *, everything: bool) -> None
 def run(args: argparse.Namespace) -> int:
     if not args.run_dir.is_dir():
         raise ValueError(f"DIR: run directory not found: {args.run_dir}")
-    check_int("samples", args.samples, minimum=2, maximum=10**9)
+    check_sample_count("--samples", args.samples)
     files = RunDirectory(args.run_dir)
     check_output_file(files.analysis, "DIR")
     report = analyze_run(args.run_dir, samples=args.samples)

@@ -12,7 +12,7 @@ from constructions.evaluate import evaluate_weight_file
 from constructions.weights_io import load_weights
 from experiments.cli.arguments import check_memory, path_argument, temperature_argument
 from experiments.cli.output import emit, warn
-from theory.validation import check_int
+from theory.validation import check_int, check_sample_count
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -61,7 +61,7 @@ def evaluation_bytes(weights_bytes: int, d: int, width: int, N: int, batch_size:
 
 
 def run(args: argparse.Namespace) -> int:
-    samples = check_int("samples", args.samples, minimum=2)
+    samples = check_sample_count("--samples", args.samples)
     batch_size = check_int("batch_size", args.batch_size, minimum=1)
     check_int("seed", args.seed, minimum=0)
     if args.N is not None:

@@ -33,7 +33,7 @@ from experiments.training.memory import training_bytes, training_memory_source
 from experiments.training.progress import DEFAULT_INTERVAL
 from experiments.training.run import build_run
 from experiments.training.schedule import INIT_STEP_WARNING, init_step_ratio
-from theory.validation import check_existing_file
+from theory.validation import check_existing_file, check_sample_count
 
 _DEFAULTS = TrainConfig()
 
@@ -308,8 +308,7 @@ def run(args: argparse.Namespace) -> int:
         check_existing_file("--init", config.init)  # a directory, a FIFO or a device named as such, before reading
     if not args.progress_interval > 0:
         raise ValueError(f"--progress-interval must be > 0 seconds, got {args.progress_interval!r}")
-    if args.eval_samples < 2:
-        raise ValueError(f"--eval-samples must be an integer >= 2, got {args.eval_samples}")
+    check_sample_count("--eval-samples", args.eval_samples)
     if args.print_config:
         print_config(config, args.json)
         return 0

@@ -16,7 +16,7 @@ from experiments.analysis.biased_tables import budget_table, threshold_table
 from experiments.cli.arguments import check_output_dir, path_argument
 from experiments.cli.figure_kinds._tables import write_rows_csv
 from experiments.figures.biased import draw
-from theory.validation import check_int
+from theory.validation import check_int, check_sample_count
 
 BUDGETS = np.logspace(0, 8, 9)
 """(9,) Frobenius budgets of the sweep, 1 to 1e8."""
@@ -43,7 +43,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     check_int("--d", args.d, minimum=2)
     check_int("--threshold-d", args.threshold_d, minimum=3)
-    check_int("--samples", args.samples, minimum=2)
+    check_sample_count("--samples", args.samples)
     check_int("--seed", args.seed, minimum=0)
     out = check_output_dir(args.out)
     out.mkdir(parents=True, exist_ok=True)

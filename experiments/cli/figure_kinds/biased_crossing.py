@@ -18,7 +18,7 @@ from experiments.cli.arguments import check_output_dir, path_argument
 from experiments.cli.figure_kinds._tables import int_list, write_rows_csv
 from experiments.figures.biased_crossing import draw
 from theory.monte_carlo import DEFAULT_Z
-from theory.validation import check_int
+from theory.validation import check_int, check_sample_count
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -58,7 +58,7 @@ def check_arguments(args: argparse.Namespace) -> None:
     if factor & (factor - 1):
         raise ValueError(f"--max-heads-factor must be a power of 2, got {factor}")
     for flag in ("--eval-samples", "--fit-samples", "--heldout-samples"):
-        check_int(flag, getattr(args, flag[2:].replace("-", "_")), minimum=2)
+        check_sample_count(flag, getattr(args, flag[2:].replace("-", "_")))
     check_int("--seed", args.seed, minimum=0)
     if args.no_train and args.no_construct:
         raise ValueError("--no-train and --no-construct together leave nothing to measure")

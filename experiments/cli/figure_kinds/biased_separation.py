@@ -15,7 +15,7 @@ from experiments.analysis.biased_separation import SeparationRow, oscillation_en
 from experiments.cli.arguments import check_output_dir, path_argument
 from experiments.cli.figure_kinds._tables import int_list, write_rows_csv
 from experiments.figures.biased_separation import draw
-from theory.validation import check_int
+from theory.validation import check_int, check_sample_count
 
 PLANES = (1, 2, 4)
 """Numbers S of r-planes of the rank-r dictionaries (2 S M heads each)."""
@@ -38,8 +38,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     for d in args.dims:
         check_int("--dims", d, minimum=2)
-    check_int("--fit-samples", args.fit_samples, minimum=2)
-    check_int("--heldout-samples", args.heldout_samples, minimum=2)
+    check_sample_count("--fit-samples", args.fit_samples)
+    check_sample_count("--heldout-samples", args.heldout_samples)
     check_int("--seed", args.seed, minimum=0)
     out = check_output_dir(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,7 @@ from experiments.analysis.depth_scaling import (
 from experiments.cli.arguments import check_output_dir, finite_float, path_argument
 from experiments.cli.figure_kinds._tables import markdown_table
 from experiments.figures.depth import draw_heads_figure, draw_scaling_figure
-from theory.validation import check_int, check_real
+from theory.validation import check_int, check_real, check_sample_count
 
 MAJORITY_COLUMNS = ("d", "H", "exact", "asymptote", "refined_asymptote", "mc", "mc_stderr", "n_samples")
 HEADS_COLUMNS = ("d", "eps", "two_layer_heads", "asymptote_heads", "one_layer_min_heads_log10")
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     eps = check_real("--eps", args.eps, minimum=0.0, maximum=1.0, strict_minimum=True, strict_maximum=True)
     seed = check_int("--seed", args.seed, minimum=0)
     samples = args.samples or (1000 if args.quick else 4000)
-    check_int("--samples", samples, minimum=2)
+    check_sample_count("--samples", samples)
     out = check_output_dir(args.out)
     out.mkdir(parents=True, exist_ok=True)
     n_values = [2, 4, 8] if args.quick else [2, 3, 4, 6, 8, 12, 16]

@@ -14,11 +14,12 @@ import torch
 from experiments.config import TrainConfig
 from experiments.studies import get_preset, run_sweep
 from experiments.sweeps.backends import run_local, run_tasks, threads_per_worker
-from experiments.sweeps.execute import execute_task, run_directory_lock
+from experiments.sweeps.execute import execute_task
 from experiments.sweeps.run_specs import spec_kind
 from experiments.sweeps.runner import store_path
 from experiments.sweeps.store import ResultsStore
 from experiments.sweeps.work import RunTask
+from experiments.training.run_lock import RunDirectoryBusy, run_directory_lock
 
 STEPS = {"steps": 10}
 
@@ -85,20 +86,24 @@ def test_random_features_task(tmp_path: Path) -> None:
     assert 0.0 < errors[-1] < 1.0  # 1 = zero map; > 0 since finitely many rank-1 heads cannot be exact
 
 
-def test_directory_lock_excludes_a_second_holder(tmp_path: Path) -> None:
-    order: list[str] = []
+def test_directory_lock_refuses_a_second_holder(tmp_path: Path) -> None:
+    """Another thread (like another process) is refused at once, naming the holder; once released it may lock."""
+    outcome: list[str] = []
 
     def second() -> None:
-        with run_directory_lock(tmp_path):
-            order.append("second")
+        try:
+            with run_directory_lock(tmp_path):
+                outcome.append("locked")
+        except RunDirectoryBusy as exc:
+            outcome.append(str(exc))
 
     with run_directory_lock(tmp_path):
         thread = threading.Thread(target=second)
         thread.start()
-        time.sleep(0.3)
-        order.append("first released")
-    thread.join(10)
-    assert order == ["first released", "second"]
+        thread.join(10)
+    assert len(outcome) == 1 and f"process {os.getpid()}" in outcome[0] and str(tmp_path) in outcome[0]
+    second()
+    assert outcome[1] == "locked"
 
 
 def test_argument_validation() -> None:
