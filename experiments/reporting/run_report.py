@@ -41,7 +41,7 @@ _SUMMARY_FIELDS = ("angle_to_I_deg", "angle_to_minus_I_deg", "effective_rank", "
 def is_run_directory(out: Path | str) -> bool:
     """Whether ``out`` is a run directory (config.json) rather than a sweep directory (results.sqlite)."""
     out = Path(out)
-    return RunDirectory(out).config.is_file() and not store_path(out).exists()
+    return os.path.lexists(RunDirectory(out).config) and not store_path(out).exists()  # a FIFO there is refused
 
 
 def _read_json(path: Path) -> Any:

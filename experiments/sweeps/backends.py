@@ -207,8 +207,8 @@ def check_ray_address(address: str | None, timeout: float = RAY_CONNECT_TIMEOUT)
         ) from exc
     if not answered:
         raise ValueError(
-            f"address {address!r} is not a Ray cluster: something listens there but does not speak gRPC, as a Ray "
-            f"head does ({instead} to an HTTP/2 preface within {timeout:g} s)"
+            f"address is not a Ray cluster: something listens at {address!r} but does not speak gRPC, as a Ray head "
+            f"does ({instead} to an HTTP/2 preface within {timeout:g} s)"
         )
     return address
 
