@@ -94,7 +94,7 @@ class ModelKind:
         recipe is checked against its own needs by the config)."""
         if config.init is not None and not self.loads_init:
             raise ValueError(
-                f"init is a weight file, which loads into the theory model only, but model is {config.model!r}"
+                f"init must be used with model 'theory' (weight files load into the theory model), got {config.model!r}"
             )
 
     def packing_refusal(self, config: Any) -> str | None:

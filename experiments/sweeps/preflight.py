@@ -168,8 +168,8 @@ def check_devices(specs: Sequence[RunSpec], overrides: Mapping[str, Any] | None)
         try:
             resolve_device(name)
         except (RuntimeError, ValueError) as exc:
-            source = "overrides: device" if overrides and "device" in overrides else "scale: the preset's runs' device"
-            raise ValueError(f"{source} {name!r} is not usable here ({exc}); run on a machine that has it") from None
+            source = "overrides" if overrides and "device" in overrides else "scale"  # who named the device
+            raise ValueError(f"{source}: {exc}; nothing was run (run the sweep where that device is)") from None
 
 
 def select_runs(specs: list[RunSpec], only: Mapping[str, Any] | None) -> list[RunSpec]:
