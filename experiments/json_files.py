@@ -101,12 +101,16 @@ def json_depth(text: str) -> int:
     return int(np.cumsum(steps).max())
 
 
+class JsonTooDeep(ValueError):
+    """JSON text nested deeper than the reader accepts (`MAX_JSON_DEPTH`), refused before it is parsed."""
+
+
 def parse_json_text(text: str, source: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """The JSON value of ``text`` (read from ``source``, which every refusal names), refused (ValueError) when it is
-    not JSON or nests deeper than ``max_depth`` levels."""
+    """The JSON value of ``text`` (read from ``source``, which every refusal names), refused (ValueError; JsonTooDeep
+    for the nesting) when it is not JSON or nests deeper than ``max_depth`` levels."""
     depth = json_depth(text)
     if depth > max_depth:
-        raise ValueError(f"{source}: not a readable JSON file (nested {depth} levels deep, more than {max_depth})")
+        raise JsonTooDeep(f"{source}: not a readable JSON file (nested {depth} levels deep, more than {max_depth})")
     try:
         return json.loads(text)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError; so is an integer of 5000 digits

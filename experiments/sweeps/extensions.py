@@ -9,7 +9,8 @@ exactly as `attnrank train` extends a run in place (`experiments.training.loop`:
 statistics of one uninterrupted run). The earlier run's directory is read, never written, so the store keeps both.
 
 Only finished, undiverged runs are sources (a run still training belongs to its own process), and only a directory
-that holds nothing yet is seeded (a started extension resumes from its own checkpoints).
+that holds nothing yet is seeded (a started extension resumes from its own checkpoints), under its writer lock
+(`experiments.training.run_lock`): a directory another process writes is left alone.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from experiments.config import TrainConfig
 from experiments.sweeps.work import RunTask
 from experiments.training.run_directory import RunDirectory
+from experiments.training.run_lock import RunDirectoryBusy, run_directory_lock
 
 Candidate = tuple[TrainConfig, RunDirectory]
 """A finished run that a longer one may extend: its config and its directory."""
@@ -75,11 +77,16 @@ def seed_extensions(tasks: Sequence[RunTask], runs_root: Path) -> dict[str, str]
         source = extension_source(config, candidates)
         if source is None:
             continue
-        target.root.mkdir(parents=True, exist_ok=True)
-        for name in reversed(SEED_FILES):  # config.json last: a directory with a config is a started run
-            source_path, target_path = getattr(source, name), getattr(target, name)
-            partial = target_path.with_name(f".{target_path.name}.seed.tmp")
-            shutil.copyfile(source_path, partial)
-            partial.replace(target_path)
+        try:
+            with run_directory_lock(target.root):  # one writer per run directory: the driver too, while it seeds
+                if target.config.exists() or target.checkpoint.exists():
+                    continue  # started meanwhile by the writer that held it
+                for name in reversed(SEED_FILES):  # config.json last: a directory with a config is a started run
+                    source_path, target_path = getattr(source, name), getattr(target, name)
+                    partial = target_path.with_name(f".{target_path.name}.seed.tmp")
+                    shutil.copyfile(source_path, partial)
+                    partial.replace(target_path)
+        except RunDirectoryBusy:
+            continue  # another process writes it: its worker will be refused and the run reported failed
         seeded[task.key] = source.root.name
     return seeded

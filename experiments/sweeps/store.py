@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from experiments.config import TrainConfig
-from experiments.json_files import jsonable, parse_json_text
+from experiments.json_files import JsonTooDeep, jsonable, parse_json_text
 from experiments.sweeps.run_specs import SPEC_KINDS, spec_from_record
 from theory.validation import check_choice
 
@@ -398,11 +398,13 @@ def _json_object(path: Path, key: str, field: str, text: Any, *, optional: bool)
     if text is None and optional:
         return None
     try:
-        value = parse_json_text(text, f"run {str(key)[:10]}: field {field}") if isinstance(text, str) else None
-    except ValueError as exc:
+        if not isinstance(text, str):
+            raise TypeError(type(text).__name__)
+        value = parse_json_text(text, f"run {str(key)[:10]}: field {field}")
+    except JsonTooDeep as exc:
         raise _damaged(path, str(exc)) from None
-    if value is None:
-        raise _damaged(path, f"run {str(key)[:10]}: field {field} is not JSON text")
+    except (TypeError, ValueError):
+        raise _damaged(path, f"run {str(key)[:10]}: field {field} is not JSON text") from None
     if not isinstance(value, dict):
         raise _damaged(path, f"run {str(key)[:10]}: field {field} must be a JSON object, got {type(value).__name__}")
     return value
