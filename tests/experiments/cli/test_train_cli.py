@@ -220,7 +220,7 @@ def test_init_file_mismatch_and_corruption_are_refused(tmp_path: Path, capsys: p
         ],
         capsys,
     )
-    assert status == 2 and "use model='theory' with init" in err
+    assert status == 2 and "--init must be used with model 'theory'" in err
 
 
 def test_corrupt_checkpoint_is_refused_by_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
