@@ -5,7 +5,8 @@ files here. A file is read
 as untrusted input: an unreadable file, a syntax error, a document that is not a mapping, a key given twice in one
 mapping (YAML and JSON parsers keep the last one silently; here it is refused, since the other value was written for a
 reason) or a tag outside YAML's plain types (the safe loader refuses ``!!python/...``) is one ValueError naming the
-file, and the line where the parser says so.
+file, and the line where the parser says so. Only a regular file is read (a FIFO or a device is refused unread), of at
+most `experiments.json_files.MAX_JSON_BYTES`, nested at most `MAX_JSON_DEPTH` levels (issue 50).
 
 Torch-free, like `experiments.config`.
 """
@@ -14,12 +15,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from experiments.config import TrainConfig
+from experiments.json_files import MAX_JSON_BYTES, MAX_JSON_DEPTH, json_depth
+from theory.validation import read_regular_file
 
 JSON_SUFFIXES = (".json",)
 """Suffixes read as JSON; every other file is read as YAML (of which JSON is nearly a subset)."""
@@ -70,12 +74,17 @@ def load_mapping(path: Path | str) -> dict[str, Any]:
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path}: is a directory, not a configuration file")
-    if not path.exists():
+    if not os.path.lexists(path):
         raise ValueError(f"{path}: configuration file not found")
-    try:
-        text = path.read_text(encoding="utf-8")
+    try:  # a regular file only (a FIFO would block, a device never end), of at most MAX_JSON_BYTES
+        text = read_regular_file("file", path, max_bytes=MAX_JSON_BYTES).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: not a text file (not UTF-8 at byte {exc.start})") from exc
+    except (OSError, ValueError) as exc:
+        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ValueError(f"{path}: not a readable configuration file ({detail})") from None
+    if json_depth(text) > MAX_JSON_DEPTH:  # the parsers recurse once per level (a RecursionError otherwise)
+        raise ValueError(f"{path}: nested more than {MAX_JSON_DEPTH} levels deep; not a configuration file")
     data: Any
     if path.suffix.lower() in JSON_SUFFIXES:
         try:
@@ -89,6 +98,8 @@ def load_mapping(path: Path | str) -> dict[str, Any]:
             data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
         except yaml.YAMLError as exc:
             raise ValueError(f"{path}: not valid YAML: {_where(exc)}") from exc
+        except RecursionError:  # block-style nesting, which json_depth does not count
+            raise ValueError(f"{path}: nested too deeply; not a configuration file") from None
         if data is None:
             data = {}
     if not isinstance(data, dict):

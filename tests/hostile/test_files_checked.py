@@ -84,6 +84,18 @@ def test_deeply_nested_json_is_refused_naming_the_file(
     assert "nested" in err
 
 
+@pytest.mark.parametrize("name", ["deep.json", "deep.yaml", "deep-block.yaml"])
+def test_a_deeply_nested_configuration_file_is_refused(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`train --config` (the reader of `experiments.config_files`, which `sweep --reference` shares)."""
+    text = deep_json("{") if name == "deep.json" else deep_json("[")
+    if name == "deep-block.yaml":  # YAML's indented nesting, which no bracket counts
+        text = "a:\n" + "".join("  " * level + "b:\n" for level in range(1, 3000))
+    (tmp_path / name).write_text(text)
+    _refused(["train", "--config", str(tmp_path / name), "--out", str(tmp_path / "run")], tmp_path, capsys, name)
+
+
 def test_a_json_file_larger_than_the_limit_is_refused_before_parsing(tmp_path: Path) -> None:
     path = tmp_path / "big.json"
     path.write_text(json.dumps({"pad": "x" * 500}))

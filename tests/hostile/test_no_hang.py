@@ -57,6 +57,7 @@ WEIGHT_READERS = {
     "import --from torch-mha": lambda f, out: [
         "import", "--from", "torch-mha", str(f), "--num-heads", "1", "--out", str(out / "i.safetensors"),
     ],
+    "train --config": lambda f, out: ["train", "--config", str(f), "--out", str(out / "r")],
     "import --from reference-encoder": lambda f, out: [
         "import", "--from", "reference-encoder", str(f), "--num-heads", "1", "--task", "nearest", "--N", "2",
         "--out", str(out / "imported"),
