@@ -55,7 +55,7 @@ from experiments.training.provenance import provenance
 from experiments.training.run import build_run, resolve_device, sampler_generator
 from experiments.training.run_directory import RunDirectory
 from experiments.training.run_lock import run_directory_lock
-from experiments.training.schedule import lr_factor, make_optimizer, optimizer_kind, scheduled_lr
+from experiments.training.schedule import make_optimizer, optimizer_kind, schedule_factor, scheduled_lr
 from experiments.training.step_capture import Stepper, describe_step_path, make_stepper, matmul_precision
 
 
@@ -273,7 +273,8 @@ def check_epoch_rows(path: Path, rows: list[list[str]], config: TrainConfig, ste
     - loss: finite and >= 0 (a closed epoch's mean error; a non-finite one stops the run before its row is written);
       the lowest graded loss and the last one are the checkpoint's stats.best and stats.last_epoch (both written
       with repr, so compared exactly);
-    - lr: the schedule's rate at the epoch's last step, ``lr * lr_factor(step - 1)`` (`training.schedule`), exactly;
+    - lr: the schedule's rate at the epoch's last step, ``lr * factor(step - 1)`` (`training.schedule.schedule_factor`:
+      per step or per epoch, as the run's lr_interval says), exactly;
     - time: finite, >= 0, never decreasing, and at most the checkpoint's elapsed seconds (`TIME_DIGITS_SLACK`);
     - population: empty or a finite number >= 0 (its value at the checkpoint's step is recomputed from the
       checkpoint's model by `check_population_row`).
@@ -290,15 +291,15 @@ def check_epoch_rows(path: Path, rows: list[list[str]], config: TrainConfig, ste
             f"{path}: epoch rows at steps {found[:5]}{'...' if len(found) > 5 else ''} do not match the checkpoint "
             f"at step {step} (expected {len(expected)} rows at multiples of log_every {config.log_every})"
         )
-    length, warmup = config.schedule_length, config.warmup_length
+    factor = schedule_factor(config)  # the run's own schedule (per step, or per epoch: lr_interval)
     previous_time = 0.0
     for row in rows:
         at = f"{path}: the row at step {row[0]}"
         loss, lr_text, time_text, population_text = float(row[1]), row[2], row[3], row[4]
         if not (math.isfinite(loss) and loss >= 0):
             raise ValueError(f"{at}: column loss must be a finite number >= 0, got {row[1]!r}")
-        if lr_text and float(lr_text) != config.lr * lr_factor(int(row[0]) - 1, length, warmup):
-            scheduled = config.lr * lr_factor(int(row[0]) - 1, length, warmup)
+        scheduled = config.lr * factor(int(row[0]) - 1)  # the rate of the epoch's last step, as the loop computes it
+        if lr_text and float(lr_text) != scheduled:
             raise ValueError(f"{at}: column lr is {lr_text}, but the run's schedule gives {scheduled!r} there")
         if time_text:
             seconds = float(time_text)

@@ -176,3 +176,21 @@ def test_stale_temporaries_stay_until_a_run_really_starts(short_run: Path, tmp_p
     shutil.copyfile(tmp_path / "metrics.csv", run / "metrics.csv")
     assert train(TrainConfig.from_dict({**SHORT.to_dict(), "steps": 40}), run, progress=False).steps == 40
     assert not stale.exists()
+
+
+def test_the_lr_column_is_checked_against_a_per_epoch_schedule_too(tmp_path: Path) -> None:
+    """lr_interval "epoch" (the rate changes once per epoch, as the reference's scheduler): the intact run extends
+    (its lr column is that schedule's), and a changed rate is refused with nothing changed."""
+    epochs = TrainConfig.from_dict(
+        {**SHORT.to_dict(), "lr_interval": "epoch", "warmup_steps": 10, "warmup_fraction": 0.0}
+    )
+    longer = TrainConfig.from_dict({**epochs.to_dict(), "steps": 40})
+    run = tmp_path / "run"
+    train(epochs, run, progress=False)
+    damaged = copy_run(run, tmp_path / "damaged")
+    _metrics_cell(damaged, 10, 2, "0.0")  # the second epoch trains at the peak (0.01): the first epoch's rate
+    before = snapshot(damaged)
+    with pytest.raises(ValueError, match="column lr is 0.0, but the run's schedule gives 0.01"):
+        train(longer, damaged, progress=False)
+    assert snapshot(damaged) == before
+    assert train(longer, run, progress=False).steps == 40
