@@ -16,7 +16,7 @@ from experiments.allocator import HELP as ALLOCATOR_HELP
 from experiments.cli.arguments import path_argument
 from experiments.cli.output import emit, warn
 from experiments.config import TrainConfig
-from experiments.json_files import MAX_JSON_DEPTH, json_depth, jsonable, parse_json_text
+from experiments.json_files import MAX_JSON_DEPTH, JsonTooDeep, jsonable, parse_json_text
 from experiments.studies import PRESETS, get_preset
 from experiments.studies.reference import FILES, with_runs
 from experiments.sweeps.backends import BACKENDS, WorkerDied
@@ -40,9 +40,9 @@ def _key_values(items: list[str], flag: str) -> dict[str, Any]:
             )
         try:
             values[key] = parse_json_text(text, f"{flag} {key}")
+        except JsonTooDeep:  # refused, not taken as text (the one JSON reader's depth bound)
+            raise ValueError(f"{flag} {key}: the value nests more than {MAX_JSON_DEPTH} levels") from None
         except ValueError:
-            if json_depth(text) > MAX_JSON_DEPTH:  # JSON too deep to parse is refused, not taken as text
-                raise ValueError(f"{flag} {key}: the value nests more than {MAX_JSON_DEPTH} levels") from None
             values[key] = text
     return values
 
