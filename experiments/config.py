@@ -60,8 +60,8 @@ LATER_FIELDS = {
 """Fields added after 0.1.0, hashed only when they differ from these defaults (so 0.1.0 result stores still match)."""
 MAX_STEPS = 10**9
 """The most steps (and schedule or warm-up steps) a run may name: a billion, years of any machine this runs on (a d =
-64 three-layer step takes under a second on one core: results/fig1-d64-replay-cpu/README.md); beyond it a value is a
-typo, not a plan."""
+64 three-layer step takes under half a second on one core: benchmarks/results/bench_cpu_step_2026-12-07.md); beyond
+it a value is a typo, not a plan."""
 
 LATER_EXECUTION_FIELDS = ("capture",)
 """Execution fields added after 0.1.0 (a stored spec may lack them, like the LATER_FIELDS)."""

@@ -215,9 +215,9 @@ def _fig1_long() -> list[RunSpec]:
 
 
 FIG1_D64_STEPS = 20_000
-"""Steps of the fig1-d64 cpu scale: the first fifth of the paper's 100k-step schedule (warm-up 5000), about 4 h a run
-at d = 64, L = 3 on one core (the step time measured in results/fig1-d64-replay-cpu/README.md); `TrainConfig.extends`
-lets a later sitting train them further."""
+"""Steps of the fig1-d64 cpu scale: the first fifth of the paper's 100k-step schedule (warm-up 5000), about 2.4 h a
+run at d = 64, L = 3 on one quiet core under jemalloc (0.44 s a step: benchmarks/results/bench_cpu_step_2026-12-07.md;
+a loaded machine takes longer); `TrainConfig.extends` lets a later sitting train them further."""
 
 
 def _fig1_d64(scale: str) -> list[RunSpec]:
@@ -506,8 +506,8 @@ D64_PRESET = Preset(
     paper=tuple(p for p in PAPER_NUMBERS if p.where.get("width") == 1 and p.where.get("rank_class") != "low"),
     expected={
         "quick": "8 runs of 60 steps, seconds (plumbing)",
-        "cpu": "8 runs x the first 20k of 100k steps: d = 64 L = 3 ~2.6 h a run on one core, ~14 core-hours "
-        "in all (target; several sittings, resumable)",
+        "cpu": "8 runs x the first 20k of 100k steps: d = 64 L = 3 ~2.4 h a run on a quiet core under jemalloc, "
+        "~10 core-hours in all (estimated from the measured d = 64 step; several sittings, resumable)",
         "paper": "8 runs x 100k steps, each extending its cpu prefix",
     },
     rule=D64_CLAIM,
@@ -526,9 +526,9 @@ REPLAY_PRESET = Preset(
     paper=tuple(p for p in PAPER_NUMBERS if p.where.get("width") == 1 and p.where.get("rank_class") != "low"),
     expected={
         "quick": "4 runs of 60 steps, seconds (plumbing)",
-        "cpu": "4 runs x the first 20k of 100k steps: L = 3 ~2.6 h a run on an idle core, ~9 core-hours in all "
-        "(target; several sittings, resumable)",
-        "paper": "4 runs x 100k steps, each extending its cpu prefix",
+        "cpu": "4 runs x the first 20k of 100k steps: L = 3 ~2.1-2.4 h a run and L = 1 ~45 min on a quiet core under "
+        "jemalloc, ~8 core-hours in all (measured steps; several sittings, resumable)",
+        "paper": "4 runs x 100k steps, each extending its cpu prefix: ~38 core-hours on the CPU at the same steps",
     },
     rule=D64_CLAIM,
     report_sections=(CURVE_PROJECTIONS, TRAINING_VS_POPULATION, MILESTONE_STATISTIC),
