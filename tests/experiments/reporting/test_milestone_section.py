@@ -87,9 +87,8 @@ def test_the_statistic_is_the_minimum_of_the_stores_own_best_losses(tmp_path: Pa
     store = tmp_path / "store"
     shutil.copytree(REPLAY, store)
     with sqlite3.connect(store / "results.sqlite") as db:
-        rows = [
-            (json.loads(spec), json.loads(metrics)) for spec, metrics in db.execute("SELECT spec, metrics FROM runs")
-        ]
+        finished = db.execute("SELECT spec, metrics FROM runs WHERE status = 'finished'").fetchall()
+    rows = [(json.loads(spec), json.loads(metrics)) for spec, metrics in finished]
     at_20k = [(s, m) for s, m in rows if s["layers"] == 3 and s["rank"] == 32 and s["steps"] == 20000]
     assert len(at_20k) == 2
     lines, _ = milestone_section(PRESETS["fig1-d64-replay"], _replay_records(store), store, "cpu")
