@@ -117,21 +117,21 @@ def majority_vote_weights(directions: npt.ArrayLike, *, positional_codes: bool =
         raise ValueError(f"directions must be a finite (H, d) array with H >= 1, d >= 2, got shape {q.shape}")
     H, d = q.shape
     p = 1 + d
-    width = d + p
+    embed_dim = d + p
     pos = d  # index of the code / tally coordinate
     out = slice(d + 1, 2 * d + 1)  # the output block
 
     # Layer 1: Q_h = K_h = [q_h, 0, 0] (rank 1 each), V_h = e_pos e_pos^T (writes the picked code into the tally).
-    q1 = np.zeros((H, 1, width))
+    q1 = np.zeros((H, 1, embed_dim))
     q1[:, 0, :d] = q  # (H, 1, D)
-    v1 = np.zeros((H, width, width))
+    v1 = np.zeros((H, embed_dim, embed_dim))
     v1[:, pos, pos] = 1.0  # (H, D, D)
     layer1 = AttentionLayer(Q=q1, K=q1.copy(), V=v1)
 
     # Layer 2: Q = K = e_pos^T, score_i = tally * c_i; V copies content [0, d) into the out block.
-    q2 = np.zeros((1, 1, width))
+    q2 = np.zeros((1, 1, embed_dim))
     q2[0, 0, pos] = 1.0
-    v2 = np.zeros((1, width, width))
+    v2 = np.zeros((1, embed_dim, embed_dim))
     v2[0, out, :d] = np.eye(d)
     layer2 = AttentionLayer(Q=q2, K=q2.copy(), V=v2)
 
@@ -139,7 +139,7 @@ def majority_vote_weights(directions: npt.ArrayLike, *, positional_codes: bool =
     if positional_codes:
         codes[0, 0] = 1.0  # c_1 = +1 in the pos coordinate (index 0 of the scratch block = stream index d)
         codes[1, 0] = -1.0  # c_2 = -1
-    readout = np.zeros((d, width))
+    readout = np.zeros((d, embed_dim))
     readout[:, out] = np.eye(d)  # reads the out block
     return MultiLayerWeights(layers=(layer1, layer2), context_codes=codes, query_code=np.zeros(p), readout=readout)
 

@@ -91,34 +91,34 @@ def tournament_weights(directions: npt.ArrayLike, N: int) -> MultiLayerWeights:
     N = check_int("N", N, minimum=2)
     H, d = q.shape
     p = 1 + 2 * N + d
-    width = d + p
+    embed_dim = d + p
     one = d
     ids = np.arange(d + 1, d + 1 + N)  # (N,) id / count coordinates
     wins = np.arange(d + 1 + N, d + 1 + 2 * N)  # (N,) wins coordinates
     out = slice(d + 1 + 2 * N, 2 * d + 1 + 2 * N)  # output block
 
     # Layer 1: rank-1 votes; V copies the id block onto itself (the query's id block accumulates counts).
-    q1 = np.zeros((H, 1, width))
+    q1 = np.zeros((H, 1, embed_dim))
     q1[:, 0, :d] = q  # (H, 1, D)
-    v1 = np.zeros((H, width, width))
+    v1 = np.zeros((H, embed_dim, embed_dim))
     v1[:, ids, ids] = 1.0  # (H, D, D)
     layer1 = AttentionLayer(Q=q1, K=q1.copy(), V=v1)
 
     # Layer 2: one head per pair a < b; alpha = n_a - n_b + 1/2, beta_j = 1[j = a] - 1[j = b]; V: wins <- id.
     pairs = [(a, b) for a in range(N) for b in range(a + 1, N)]
-    q2 = np.zeros((len(pairs), 1, width))
-    k2 = np.zeros((len(pairs), 1, width))
+    q2 = np.zeros((len(pairs), 1, embed_dim))
+    k2 = np.zeros((len(pairs), 1, embed_dim))
     for h, (a, b) in enumerate(pairs):
         q2[h, 0, ids[a]], q2[h, 0, ids[b]], q2[h, 0, one] = 1.0, -1.0, 0.5
         k2[h, 0, ids[a]], k2[h, 0, ids[b]] = 1.0, -1.0
-    v2 = np.zeros((len(pairs), width, width))
+    v2 = np.zeros((len(pairs), embed_dim, embed_dim))
     v2[:, wins, ids] = 1.0  # (P, D, D)
     layer2 = AttentionLayer(Q=q2, K=k2, V=v2)
 
     # Layer 3: selection heads i < N and one uniform head; gamma = (N-1)/N, delta = -(N-2) (module docstring).
-    q3 = np.zeros((N + 1, 1, width))
-    k3 = np.zeros((N + 1, 1, width))
-    v3 = np.zeros((N + 1, width, width))
+    q3 = np.zeros((N + 1, 1, embed_dim))
+    k3 = np.zeros((N + 1, 1, embed_dim))
+    v3 = np.zeros((N + 1, embed_dim, embed_dim))
     for i in range(N):
         q3[i, 0, wins[i]], q3[i, 0, one] = 1.0, -(N - 1.5)
         k3[i, 0, ids[i]] = 1.0
@@ -132,7 +132,7 @@ def tournament_weights(directions: npt.ArrayLike, N: int) -> MultiLayerWeights:
     codes[np.arange(N), 1 + np.arange(N)] = 1.0  # token j's id e_j
     query_code = np.zeros(p)
     query_code[0] = 1.0  # the query's "one"
-    readout = np.zeros((d, width))
+    readout = np.zeros((d, embed_dim))
     readout[:, out] = np.eye(d)
     return MultiLayerWeights(
         layers=(layer1, layer2, layer3), context_codes=codes, query_code=query_code, readout=readout

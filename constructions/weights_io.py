@@ -7,7 +7,8 @@ Two layouts, named by the metadata key ``layout``:
     additive score term (scores ``temperature * (<Q_h y, K_h x_i> + score_bias[h, i])``), which needs metadata ``N``.
     Required metadata: construction, d, r, H, temperature, predicted_error, version, layout.
 
-``multi-layer`` (the theory transformer of `theory.multilayer`: residual streams of width D = d + p):
+``multi-layer`` (the theory transformer of `theory.multilayer`: residual streams of dimension
+D = d + p, ``embed_dim``):
     ``layers.{l}.Q`` (H_l, r, D), ``layers.{l}.K`` (H_l, r, D), ``layers.{l}.V`` (H_l, D, D) for l = 0 .. L-1,
     ``context_codes`` (N, p) (positional/scratch coordinates concatenated to the context tokens),
     ``query_code`` (p,) (the same for the query token) and ``readout`` (d, D) (query's final stream -> R^d).
@@ -186,10 +187,10 @@ def _check_metadata(metadata: Mapping[str, Any], path: Path | str) -> str:
     if layout == "multi-layer" and len(counts) != int(metadata["L"]):
         raise WeightFileError(f"{path}: metadata H lists {len(counts)} head counts but L = {metadata['L']}")
     d, r = int(metadata["d"]), int(metadata["r"])
-    width = d + int(metadata["p"]) if layout == "multi-layer" else d
-    if r > width:
+    embed_dim = d + int(metadata["p"]) if layout == "multi-layer" else d
+    if r > embed_dim:
         raise WeightFileError(
-            f"{path}: metadata r must be <= {'d + p' if layout == 'multi-layer' else 'd'} = {width}, got {r}"
+            f"{path}: metadata r must be <= {'d + p' if layout == 'multi-layer' else 'd'} = {embed_dim}, got {r}"
         )
     temperature = metadata["temperature"]
     if (
@@ -239,12 +240,12 @@ def _expected_shapes(metadata: Mapping[str, Any], names: set[str]) -> dict[str, 
     heads = [int(h) for h in raw_heads] if isinstance(raw_heads, list) else [int(raw_heads)] * layers
     if len(heads) != layers:
         raise WeightFileError(f"metadata H lists {len(heads)} head counts but L = {layers}")
-    width = d + p
-    shapes = {"context_codes": (n, p), "query_code": (p,), "readout": (d, width)}
+    embed_dim = d + p
+    shapes = {"context_codes": (n, p), "query_code": (p,), "readout": (d, embed_dim)}
     for layer, h in enumerate(heads):
-        shapes[f"layers.{layer}.Q"] = (h, r, width)
-        shapes[f"layers.{layer}.K"] = (h, r, width)
-        shapes[f"layers.{layer}.V"] = (h, width, width)
+        shapes[f"layers.{layer}.Q"] = (h, r, embed_dim)
+        shapes[f"layers.{layer}.K"] = (h, r, embed_dim)
+        shapes[f"layers.{layer}.V"] = (h, embed_dim, embed_dim)
     return shapes
 
 

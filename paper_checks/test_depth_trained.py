@@ -10,7 +10,7 @@ What we run: the query-to-context theory model (`experiments.models.theory_model
 neighbour, N = 2, D_2 orthonormal keys, uniform query), d = 8, softmax, full value maps, the paper's optimiser
 (AdamW lr 0.01, warm-up + cosine), 500 steps of 128 fresh samples, seed 0:
 
-- two layers, rank 1, p = 8 concatenated scratch coordinates (width D = 16), H = 16 heads per layer;
+- two layers, rank 1, p = 8 concatenated scratch coordinates (residual dimension D = 16), H = 16 heads per layer;
 - negative control: one layer (no residual, Theorem 2's class), rank 1, the same H = 16 heads, trained the same way.
 
 The error is a fresh Monte Carlo estimate (20 000 samples) with its standard error; the verdict is the depth preset's

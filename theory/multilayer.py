@@ -2,9 +2,9 @@
 
 docs/paper.md section 5 (depth with concatenated positional/scratch coordinates). Semantics, fixed here once:
 
-Streams. Every token carries a residual stream of width D = d + p. Context token i (i = 0 .. N-1) starts as
-``[x_i, context_codes[i]]``, the query as ``[y, query_code]``: d content coordinates followed by p positional/scratch
-coordinates.
+Streams. Every token carries a residual stream of dimension D = d + p (``embed_dim``). Context token i
+(i = 0 .. N-1) starts as ``[x_i, context_codes[i]]``, the query as ``[y, query_code]``: d content coordinates followed
+by p positional/scratch coordinates.
 
 Layer l (l = 0 .. L-1) has H_l heads of rank r: Q (H_l, r, D), K (H_l, r, D), V (H_l, D, D). With s_q the query's
 stream and s_i the context streams, all taken from the START of the layer (the layer's updates are simultaneous):
@@ -51,7 +51,7 @@ _BATCH_ELEMENTS = 4_000_000
 
 @dataclass(frozen=True)
 class AttentionLayer:
-    """One layer of H rank-r heads on streams of width D.
+    """One layer of H rank-r heads on residual streams of dimension D.
 
     Attributes:
         Q: (H, r, D) query maps.
@@ -88,13 +88,13 @@ class MultiLayerWeights:
         readout = check_array("readout", self.readout, ndim=2)
         codes = check_array("context_codes", self.context_codes, ndim=2)
         query_code = check_array("query_code", self.query_code, ndim=1)
-        d, width = readout.shape
+        d, embed_dim = readout.shape
         N, p = codes.shape
         if d < 1 or N < 1:
             raise ValueError(
                 f"readout must have d >= 1 rows and context_codes N >= 1 rows, got {readout.shape}, {codes.shape}"
             )
-        if width != d + p:
+        if embed_dim != d + p:
             raise ValueError(f"readout must have shape (d, d + p) = ({d}, {d + p}), got {readout.shape}")
         if query_code.shape != (p,):
             raise ValueError(f"query_code must have shape (p,) = ({p},), got {query_code.shape}")
@@ -106,15 +106,15 @@ class MultiLayerWeights:
             Q = check_array(f"layers[{index}].Q", layer.Q, ndim=3)
             K = check_array(f"layers[{index}].K", layer.K, ndim=3)
             V = check_array(f"layers[{index}].V", layer.V, ndim=3)
-            h, r, width_q = Q.shape
-            if h < 1 or r < 1 or width_q != width:
+            h, r, query_dim = Q.shape
+            if h < 1 or r < 1 or query_dim != embed_dim:
                 raise ValueError(
-                    f"layers[{index}].Q must have shape (H, r, D) with H, r >= 1 and D = {width}, got {Q.shape}"
+                    f"layers[{index}].Q must have shape (H, r, D) with H, r >= 1 and D = {embed_dim}, got {Q.shape}"
                 )
             if K.shape != Q.shape:
                 raise ValueError(f"layers[{index}].K must have shape {Q.shape} to match Q, got {K.shape}")
-            if V.shape != (h, width, width):
-                raise ValueError(f"layers[{index}].V must have shape ({h}, {width}, {width}), got {V.shape}")
+            if V.shape != (h, embed_dim, embed_dim):
+                raise ValueError(f"layers[{index}].V must have shape ({h}, {embed_dim}, {embed_dim}), got {V.shape}")
             if rank is not None and r != rank:
                 raise ValueError(f"every layer must have the same rank r; layer 0 has {rank}, layer {index} has {r}")
             rank = r
@@ -140,8 +140,8 @@ class MultiLayerWeights:
         return int(self.context_codes.shape[0])
 
     @property
-    def width(self) -> int:
-        """Stream width D = d + p."""
+    def embed_dim(self) -> int:
+        """Residual stream dimension D = d + p."""
         return self.d + self.p
 
     @property
@@ -174,10 +174,10 @@ def _layer_update(layer: AttentionLayer, context: FloatArray, queries: FloatArra
     """
     weights = attention_weights(layer.Q, layer.K, context, queries, temperature=temperature)  # (m, H, N)
     mixed = np.matmul(weights, context)  # (m, H, D) = (m, H, N) @ (m, N, D): each head's weighted stream average
-    m, h, width = mixed.shape
+    m, h, embed_dim = mixed.shape
     # out[m, o] = sum_h sum_e V[h, o, e] mixed[m, h, e], as one BLAS product over the flattened (h, e) axis.
-    values = np.transpose(layer.V, (0, 2, 1)).reshape(h * width, width)  # (H * D, D)
-    return mixed.reshape(m, h * width) @ values  # (m, D)
+    values = np.transpose(layer.V, (0, 2, 1)).reshape(h * embed_dim, embed_dim)  # (H * D, D)
+    return mixed.reshape(m, h * embed_dim) @ values  # (m, D)
 
 
 def multilayer_streams(
@@ -217,11 +217,12 @@ def multilayer_streams(
     for layer in weights.layers:
         query_update = _layer_update(layer, context, query, temperature)  # (n, D)
         if update == "all":
-            width = context.shape[2]
+            embed_dim = context.shape[2]
             # Every context token j queries its own sample's context: repeat each context N times, one per query token.
             repeated = np.repeat(context, N, axis=0)  # (n * N, N, D); row n*N + j is sample n's context
-            context_update = _layer_update(layer, repeated, context.reshape(n * N, width), temperature)  # (n * N, D)
-            context = context + context_update.reshape(n, N, width)  # (n, N, D)
+            flat_context = context.reshape(n * N, embed_dim)  # (n * N, D): every context token as a query
+            context_update = _layer_update(layer, repeated, flat_context, temperature)  # (n * N, D)
+            context = context + context_update.reshape(n, N, embed_dim)  # (n, N, D)
         query = query + query_update
     return query, context
 
@@ -252,7 +253,7 @@ def multilayer_forward(
     y = check_array("y", y)
     n = X.shape[0]
     if batch_size is None:
-        per_sample = max(max(weights.layer_heads) * weights.N * weights.rank * weights.width, 1)
+        per_sample = max(max(weights.layer_heads) * weights.N * weights.rank * weights.embed_dim, 1)
         if update == "all":
             per_sample *= weights.N
         batch_size = max(1, _BATCH_ELEMENTS // per_sample)

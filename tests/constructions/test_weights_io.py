@@ -47,16 +47,16 @@ def test_single_layer_round_trip_is_exact(tmp_path_factory, dr, h, seed):
 def test_multi_layer_round_trip_with_per_layer_heads(tmp_path):
     rng = np.random.default_rng(0)
     d, p, n = 3, 2, 2
-    width = d + p
+    embed_dim = d + p
     tensors = {
         "context_codes": rng.standard_normal((n, p)),
         "query_code": np.zeros(p),
-        "readout": rng.standard_normal((d, width)),
+        "readout": rng.standard_normal((d, embed_dim)),
     }
     for layer, h in enumerate([3, 1]):
-        tensors[f"layers.{layer}.Q"] = rng.standard_normal((h, 1, width))
-        tensors[f"layers.{layer}.K"] = rng.standard_normal((h, 1, width))
-        tensors[f"layers.{layer}.V"] = rng.standard_normal((h, width, width))
+        tensors[f"layers.{layer}.Q"] = rng.standard_normal((h, 1, embed_dim))
+        tensors[f"layers.{layer}.K"] = rng.standard_normal((h, 1, embed_dim))
+        tensors[f"layers.{layer}.V"] = rng.standard_normal((h, embed_dim, embed_dim))
     metadata = {
         "construction": "t",
         "d": d,
