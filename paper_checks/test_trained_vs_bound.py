@@ -29,8 +29,9 @@ from experiments.config import TrainConfig
 from experiments.figures.trained import plot_trained_vs_bound
 from experiments.studies.bound_vs_trained import no_model_beats_bound
 from experiments.sweeps.backends import train_configs
-from experiments.training.evaluation import EVALUATION_SAMPLES, evaluate_model
+from experiments.training.evaluation import EVALUATION_SAMPLES, evaluation_of, population_error
 from experiments.training.run_model import load_trained_model
+from experiments.training.run_record import Evaluation, TheoremTwoBound
 from theory.bounds import rank_lower_bound
 
 SEED = 0
@@ -61,7 +62,7 @@ def _config(d: int, r: int, width: int) -> TrainConfig:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[int, int, int], dict[str, Any]]:
+def trained(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[int, int, int], Evaluation]:
     root = tmp_path_factory.mktemp("trained_vs_bound")
     cases = (*CASES, (8, 8, 1))  # the last one is the full-rank negative control
     jobs = [(_config(d, r, c), root / f"d{d}_r{r}_c{c}") for d, r, c in cases]
@@ -69,24 +70,30 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[int, int, in
     reports = {}
     for (d, r, c), (_, out_dir) in zip(cases, jobs, strict=True):
         config, task, model = load_trained_model(Path(out_dir))
-        reports[(d, r, c)] = evaluate_model(config, task, model)["theorem2"]  # the one recipe, held-out samples
+        reports[(d, r, c)] = evaluation_of(config, population_error(model, task))  # the one recipe, held-out samples
     return reports
 
 
-def _line(report: dict[str, Any]) -> str:
+def _bound(report: Evaluation) -> TheoremTwoBound:
+    assert report.theorem2 is not None, "every case is on Theorem 2's task"
+    return report.theorem2
+
+
+def _line(report: Evaluation) -> str:
+    bound, population = _bound(report), report.population
     return (
-        f"(d={report['d']}, r={report['r']}, H={report['H']}): {report['error']:.4f} +- {report['error_stderr']:.4f}"
-        f" vs bound {report['bound_lower']:.4f}"
+        f"(d={bound.d}, r={bound.r}, H={bound.H}): {population.error:.4f} +- {population.stderr:.4f}"
+        f" vs bound {bound.lower:.4f}"
     )
 
 
 @pytest.mark.claim("Theorem 2: trained rank-r one-layer attention has error >= rank_lower_bound(d, r, H)")
 def test_trained_error_is_not_below_the_bound(
-    trained: dict[tuple[int, int, int], dict[str, Any]], record_claim: Any, full_mode: bool, report_dir: Path
+    trained: dict[tuple[int, int, int], Evaluation], record_claim: Any, full_mode: bool, report_dir: Path
 ) -> None:
     """Every trained low-rank model's error (mean + 4 s.e.) is at least the certified lower bound."""
     reports = [trained[case] for case in CASES]
-    verdict = no_model_beats_bound([{"status": "finished", "theorem2": report} for report in reports])
+    verdict = no_model_beats_bound([{"status": "finished", **report.fields()} for report in reports])
     record_claim(
         measured=f"seed {SEED}, {STEPS} steps, {EVALUATION_SAMPLES} held-out samples: "
         + "; ".join(_line(r) for r in reports),
@@ -94,23 +101,23 @@ def test_trained_error_is_not_below_the_bound(
         grade=verdict.grade.value,  # magnitude here means: the theorem's inequality holds as a number
     )
     if full_mode:
-        for d in sorted({r["d"] for r in reports}):
-            plot_trained_vs_bound([r for r in reports if r["d"] == d], report_dir / f"trained_vs_bound_d{d}.png")
-    assert all(report["bound_applies"] for report in reports)
+        for d in sorted({_bound(r).d for r in reports}):
+            plot_trained_vs_bound([r for r in reports if _bound(r).d == d], report_dir / f"trained_vs_bound_d{d}.png")
+    assert all(_bound(report).applies for report in reports)
     assert verdict.holds is True, f"below the Theorem 2 bound: {verdict.explanation}"  # the sweep report's predicate
 
 
 @pytest.mark.claim("Theorem 2 negative control: a trained full-rank head violates the rank-1 bound")
 def test_full_rank_model_violates_a_rank_one_bound(
-    trained: dict[tuple[int, int, int], dict[str, Any]], record_claim: Any
+    trained: dict[tuple[int, int, int], Evaluation], record_claim: Any
 ) -> None:
     """Claiming rank 1 for a trained full-rank head (H = 1) must fail the comparison."""
     report = trained[(8, 8, 1)]
     rank1 = rank_lower_bound(8, 1, 1)
     record_claim(
-        measured=f"trained full rank (d=8, r=8, H=1): {report['error']:.4f} +- {report['error_stderr']:.4f}",
+        measured=f"trained full rank (d=8, r=8, H=1): {report.population.error:.4f} +- {report.population.stderr:.4f}",
         reference=f"rank_lower_bound(8, 1, 1) = {rank1.lower:.4f} must be violated; own bound (r=8) = "
-        f"{report['bound_lower']:.4f} must hold",
+        f"{_bound(report).lower:.4f} must hold",
     )
-    assert report["consistent"]  # against its own rank (bound 0)
-    assert report["error_upper_4se"] < rank1.lower, _line(report)
+    assert _bound(report).consistent  # against its own rank (bound 0)
+    assert report.population.upper < rank1.lower, _line(report)

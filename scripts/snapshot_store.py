@@ -6,12 +6,15 @@
 ``DEST_DIR`` (for example ``results/fig1-d64-cpu``) receives:
 
 - ``results.sqlite``: a consistent copy made with SQLite's online backup (never a file copy of a database in WAL
-  mode), in rollback-journal mode so that it is one self-contained file;
+  mode), in rollback-journal mode so that it is one self-contained file, its records upgraded to the one metric
+  record (`experiments.sweeps.record_migration.migrate_store`: runs frozen at an older revision keep writing the
+  older records into the live store, and the committed copy holds one schema);
 - ``curves.csv``: every run's curve so far, from ``SWEEP_DIR/runs/<hash>/metrics.csv``
   (`experiments.analysis.run_curves.collect_curves`; unfinished runs included, so a report can show them);
 - ``report.md`` and its figures, written by ``attnrank report DEST_DIR`` from those two files alone.
 
-Nothing in ``SWEEP_DIR`` is written. Run it from the repository root so the report names the store as committed.
+Nothing in ``SWEEP_DIR`` is written (the copy is upgraded, never the live store). Run it from the repository root so
+the report names the store as committed.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 from experiments.analysis.run_curves import collect_curves
 from experiments.reporting.sweep_report import write_report
 from experiments.studies import PRESETS
+from experiments.sweeps.record_migration import migrate_store
 
 
 def snapshot(sweep_dir: Path, dest: Path) -> Path:
@@ -44,6 +48,11 @@ def snapshot(sweep_dir: Path, dest: Path) -> Path:
     finally:
         writer.close()
         reader.close()
+    try:
+        migrate_store(tmp)  # the copy in the one metric record, before it replaces the committed store
+    except ValueError:
+        tmp.unlink(missing_ok=True)  # the committed store stays as it was
+        raise
     tmp.replace(target)
     collect_curves(dest, sweep_dir / "runs", keys)
     return write_report(dest, PRESETS)

@@ -16,8 +16,8 @@ Per run, from its sweep record (spec fields merged with metrics) and its run dir
   first epoch whose mean training loss (``metrics.csv``, else the store's ``curves.csv``) is at or below it; None when
   never reached; unknown when neither holds the run's curve;
 - **first and highest epoch loss** (``metrics.csv``): whether the first optimiser steps leave the construction;
-- **final**: the run's fresh Monte Carlo error after training (`experiments.sweeps.execute`'s ``error`` or
-  ``theorem2`` metrics), and its best epoch loss.
+- **final**: the run's population error after training (its record's ``population_*`` fields,
+  `experiments.analysis.records.fresh_error`), and its best epoch loss.
 
 This module loads torch (through the evaluation); `attnrank report` imports it only for a sweep with such arms.
 """
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.analysis.records import Record
+from experiments.analysis.records import Record, fresh_error
 from experiments.analysis.run_curves import CURVES_NAME, run_curve
 from experiments.config import TrainConfig
 from experiments.training.evaluation import evaluate_run
@@ -211,10 +211,5 @@ def _config_of(record: Mapping[str, Any]) -> TrainConfig:
 
 
 def _final_error(record: Mapping[str, Any]) -> tuple[float, float]:
-    """(mean, standard error) of a finished run's fresh error after training (nan, nan when absent)."""
-    t = record.get("theorem2")
-    if isinstance(t, Mapping):
-        return float(t["error"]), float(t["error_stderr"])
-    if isinstance(record.get("error"), (int, float)) and isinstance(record.get("error_stderr"), (int, float)):
-        return float(record["error"]), float(record["error_stderr"])
-    return math.nan, math.nan
+    """(mean, standard error) of a finished run's population error after training (nan, nan when absent)."""
+    return fresh_error(record) or (math.nan, math.nan)

@@ -18,12 +18,12 @@ run's spec fields merged with its metrics, `experiments.reporting.sweep_report.s
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from experiments.analysis.records import Record
+from experiments.analysis.records import Record, evaluation
 from theory.bounds import min_heads, rank_lower_bound
 from theory.majority_vote_error import majority_vote_error
 from theory.monte_carlo import DEFAULT_Z
@@ -85,15 +85,11 @@ class TightnessCell:
         return best[0] / self.bound if self.bound > 0 else math.inf
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(float(value))
-
-
 def tightness_cells(records: Sequence[Record]) -> list[TightnessCell]:
     """The cells of a tightness sweep, sorted by (d, r, H).
 
     Args:
-        records: sweep records (finished runs with a ``theorem2`` metric or least-squares construction metrics).
+        records: sweep records (finished trained runs and least-squares constructions with a ``theorem2`` bound).
 
     Returns:
         one TightnessCell per (d, r, H) that has a finished run.
@@ -101,23 +97,23 @@ def tightness_cells(records: Sequence[Record]) -> list[TightnessCell]:
     trained: dict[tuple[int, int, int], list[TrainedRun]] = {}
     constructions: dict[tuple[int, int, int], tuple[float, float]] = {}
     for record in records:
-        if record.get("status") != "finished":
+        found = evaluation(record)
+        if found is None or found.theorem2 is None:
             continue
-        t = record.get("theorem2")
-        if isinstance(t, Mapping) and _number(t.get("error")) and _number(t.get("error_stderr")):
-            key = (int(t["d"]), int(t["r"]), int(t["H"]))
+        bound, population = found.theorem2, found.population
+        key = (bound.d, bound.r, bound.H)
+        if record.get("kind") == "least-squares-heads":
+            candidate = (population.error, population.stderr)
+            constructions[key] = min(constructions.get(key, candidate), candidate)
+        else:
             run = TrainedRun(
                 str(record.get("hash", "")),
                 int(record["steps"]),
                 int(record["seed"]),
-                float(t["error"]),
-                float(t["error_stderr"]),
+                population.error,
+                population.stderr,
             )
             trained.setdefault(key, []).append(run)
-        elif record.get("kind") == "least-squares-heads" and _number(record.get("error")):
-            key = (int(record["d"]), int(record["r"]), int(record["H"]))
-            candidate = (float(record["error"]), float(record["error_stderr"]))
-            constructions[key] = min(constructions.get(key, candidate), candidate)
     cells = []
     for key in sorted(set(trained) | set(constructions)):
         d, r, H = key

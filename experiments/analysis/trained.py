@@ -43,13 +43,12 @@ from experiments.training.evaluation import (
     EVALUATION_SAMPLES,
     POPULATION_SEED,
     check_evaluation_memory,
+    evaluation_of,
     population_error,
-    population_fields,
-    theorem2_applicable,
-    theorem2_record,
 )
 from experiments.training.run_directory import RunDirectory
 from experiments.training.run_model import load_trained_model, model_dtype
+from experiments.training.run_record import Evaluation
 from theory.monte_carlo import MeanAccumulator
 from theory.validation import check_array, check_int, check_sample_count
 
@@ -226,44 +225,31 @@ def analyze_run(out_dir: Path, samples: int = EVALUATION_SAMPLES) -> dict[str, A
     imported = files.import_record
     if os.path.lexists(imported):
         report["run"]["imported_from"] = imported_source(imported)
-    estimate = population_error(model, task, samples)
-    report.update(population_fields(estimate))
-    if theorem2_applicable(config):
-        report["theorem2"] = theorem2_record(config, estimate)
+    report.update(evaluation_of(config, population_error(model, task, samples)).fields())
     if config.task == "icl":
         predictors = {"model": model, "least_squares": LeastSquaresBaseline(), "averaging": AveragingBaseline()}
         report["icl"] = icl_error_curves(predictors, task, n_samples=samples)
     return report
 
 
-THEOREM2_FIELDS = {"d": int, "r": int, "H": int, "error": float, "error_stderr": float}
-"""The fields of an analysis's "theorem2" record that the trained-vs-bound figure reads, with their types."""
-
-
-def records_from_runs(run_dirs: Iterable[Path]) -> list[dict[str, Any]]:
-    """The "theorem2" records of analysed run directories (run `attnrank analyze DIR` first), each checked: an
-    object whose d, r, H are integers >= 1 and whose error and error_stderr are finite and >= 0 (ValueError naming
-    the file and the field)."""
-    records = []
+def records_from_runs(run_dirs: Iterable[Path]) -> list[Evaluation]:
+    """The evaluations of analysed run directories (run `attnrank analyze DIR` first): each analysis.json's population
+    error and bound record, read by the record's reader (`Evaluation.read`; ValueError naming the file and the field),
+    and refused naming the file when the run is not on Theorem 2's task."""
+    evaluations = []
     for run_dir in run_dirs:
         files = RunDirectory(Path(run_dir))
         report = files.read_analysis()
         if report is None:
             raise ValueError(f"{files.analysis} not found; run `attnrank analyze {run_dir}` first")
-        if "theorem2" not in report:
+        try:
+            found = Evaluation.read(report)
+        except ValueError as exc:
+            raise ValueError(f"{files.analysis}: {exc}") from None
+        if found is None or found.theorem2 is None:
             raise ValueError(
                 f"{files.analysis}: no field theorem2: the run is not on Theorem 2's task (nearest, N = 2, "
                 "orthonormal keys, 1 layer)"
             )
-        record = report["theorem2"]
-        if not isinstance(record, dict):
-            raise ValueError(f"{files.analysis}: field theorem2 must be a JSON object, got {type(record).__name__}")
-        for name, kind in THEOREM2_FIELDS.items():
-            value = record.get(name)
-            number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
-            if kind is int and not (isinstance(value, int) and number >= 1):
-                raise ValueError(f"{files.analysis}: field theorem2.{name} must be an integer >= 1, got {value!r}")
-            if kind is float and not (math.isfinite(number) and number >= 0):
-                raise ValueError(f"{files.analysis}: field theorem2.{name} must be a finite number >= 0, got {value!r}")
-        records.append(record)
-    return records
+        evaluations.append(found)
+    return evaluations

@@ -5,16 +5,15 @@ set size K, fresh batches at the right, with Theorem 2's certified bound as a ho
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 
+from experiments.analysis.records import Record, evaluation
 from experiments.sweeps.preset_kit import Figure
-
-Record = Mapping[str, Any]
+from experiments.training.run_record import TheoremTwoBound
 
 
 def _value(record: Record, key: str) -> float | None:
@@ -24,10 +23,22 @@ def _value(record: Record, key: str) -> float | None:
     return float(value)
 
 
+def _bound(record: Record) -> TheoremTwoBound | None:
+    """The bound record of a finished, evaluated run (`experiments.analysis.records.evaluation`), or None."""
+    found = evaluation(record)
+    return None if found is None else found.theorem2
+
+
+def _lower_bound(record: Record) -> float:
+    bound = _bound(record)
+    assert bound is not None  # runs are filtered on it
+    return bound.lower
+
+
 def plot_finite_set(records: Sequence[Record], path: Path, title: str) -> Path:
     """One panel per head count H: training loss (filled) and population error (open, 4 s.e. bars) against K on a log2
     axis, the fresh-batch runs at 4 K_max ("fresh"), the certified bound dashed; return ``path``."""
-    runs = [r for r in records if r.get("status") == "finished" and isinstance(r.get("theorem2"), Mapping)]
+    runs = [r for r in records if _bound(r) is not None]
     heads = sorted({int(r["heads"]) for r in runs})
     sizes = sorted({int(r.get("train_batches") or 0) for r in runs} - {0})
     fresh_at = 4 * max(sizes, default=1)
@@ -49,7 +60,7 @@ def plot_finite_set(records: Sequence[Record], path: Path, title: str) -> Path:
             ax.scatter(xs, ys, marker=marker, facecolors=face, edgecolors=colour, label=kind, zorder=3)
             means = sorted({x: float(np.mean(ys[xs == x])) for x in set(xs.tolist())}.items())
             ax.plot([x for x, _ in means], [y for _, y in means], color=colour, linewidth=0.8)
-        bound = float(mine[0]["theorem2"]["bound_lower"])
+        bound = _lower_bound(mine[0])
         ax.axhline(bound, color="black", linestyle="--", linewidth=1, label=f"Theorem 2 bound {bound:.3g}")
         ax.set_xscale("log", base=2)
         ticks = [*sizes, fresh_at]

@@ -30,7 +30,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from experiments.analysis.records import Record
+from experiments.analysis.records import Record, evaluation
 from experiments.figures.trained import plot_trained_vs_bound
 from experiments.sweeps.grading import seed_spread
 from experiments.sweeps.preset_kit import Figure, PaperNumber
@@ -418,10 +418,11 @@ def plot_random_features(
 
 def plot_bound_vs_trained(records: Sequence[Record], path: Path, title: str) -> Path:
     """Trained one-layer error (Monte Carlo, 4 s.e. bars) against H beside the certified rank_lower_bound(d, r, H)
-    curves, drawn by `experiments.figures.trained.plot_trained_vs_bound` from each run's stored "theorem2" metrics."""
-    runs = [r for r in records if r.get("status") == "finished" and "theorem2" in r]
-    theorem2 = [dict(r["theorem2"]) for r in runs]
-    return plot_trained_vs_bound(theorem2, path, title=f"{title}\n{parameter_line(runs)}")
+    curves, drawn by `experiments.figures.trained.plot_trained_vs_bound` from each finished run's evaluation (its
+    population error beside its bound record)."""
+    pairs = [(r, found) for r in records if (found := evaluation(r)) is not None and found.theorem2 is not None]
+    runs, evaluations = [r for r, _ in pairs], [found for _, found in pairs]
+    return plot_trained_vs_bound(evaluations, path, title=f"{title}\n{parameter_line(runs)}")
 
 
 FIG1 = Figure("fig1", plot_fig1, takes_paper=True)

@@ -1,7 +1,8 @@
 """Figure: trained one-layer error against Theorem 2's lower bound, one curve per rank.
 
-Reads trained-vs-bound records (the "theorem2" entry that `attnrank analyze` writes to DIR/analysis.json, or the same
-dictionaries built in memory) and draws, for each rank r, the bound rank_lower_bound(d, r, H) as a function of the
+Reads evaluations of the one metric record (`experiments.training.run_record.Evaluation`: the population error and
+the bound record ``theorem2``, from a sweep's records or from the analysis.json that `attnrank analyze` writes) and
+draws, for each rank r, the bound rank_lower_bound(d, r, H) as a function of the
 head count H and the trained errors at their H with 4-standard-error bars. A point below its rank's curve would
 contradict the theorem.
 
@@ -12,26 +13,24 @@ draws DIR/trained_vs_bound.png from the runs' analysis.json (`experiments.analys
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from experiments.analysis.bound_curves import bound_curve
+from experiments.training.run_record import Evaluation, TheoremTwoBound
 from theory.monte_carlo import DEFAULT_Z
-
-REQUIRED = ("d", "r", "H", "error", "error_stderr")
 
 
 def plot_trained_vs_bound(
-    records: Sequence[Mapping[str, Any]], path: Path, *, max_heads: int | None = None, title: str | None = None
+    evaluations: Sequence[Evaluation], path: Path, *, max_heads: int | None = None, title: str | None = None
 ) -> Path:
     """Draw trained errors (with 4 s.e. bars) and the bound curves H -> rank_lower_bound(d, r, H), per rank.
 
     Args:
-        records: dicts with d, r, H, error, error_stderr (one d for all).
+        evaluations: trained models' evaluations, each with its bound record (one d for all).
         path: output image file.
         max_heads: right end of the H axis (default: 4 times the largest H among the records).
         title: figure title (default: names d); the sweep report adds the runs' parameters.
@@ -39,28 +38,29 @@ def plot_trained_vs_bound(
     Returns:
         the path written.
     """
-    if not records:
-        raise ValueError("records must hold at least one trained-vs-bound record")
-    for record in records:
-        missing = [k for k in REQUIRED if k not in record]
-        if missing:
-            raise ValueError(f"record {dict(record)} is missing {', '.join(missing)}")
-    dims = {int(r["d"]) for r in records}
+    if not evaluations:
+        raise ValueError("evaluations must hold at least one trained model's evaluation")
+    bounds: list[TheoremTwoBound] = []
+    for index, evaluation in enumerate(evaluations):
+        if evaluation.theorem2 is None:
+            raise ValueError(f"evaluations[{index}] has no bound record (Theorem 2 does not apply to its run)")
+        bounds.append(evaluation.theorem2)
+    dims = {bound.d for bound in bounds}
     if len(dims) != 1:
-        raise ValueError(f"records must share one dimension d, got {sorted(dims)}")
+        raise ValueError(f"evaluations must share one dimension d, got {sorted(dims)}")
     d = dims.pop()
-    top = max_heads or 4 * max(int(r["H"]) for r in records)
+    top = max_heads or 4 * max(bound.H for bound in bounds)
     grid = np.unique(np.geomspace(1, top, 24).round().astype(int))  # (n_grid,) head counts
     figure, axis = plt.subplots(figsize=(6.0, 4.0))
-    for index, rank in enumerate(sorted({int(r["r"]) for r in records})):
+    for index, rank in enumerate(sorted({bound.r for bound in bounds})):
         colour = f"C{index % 10}"
-        bound = bound_curve(d, rank, grid)  # (n_grid,)
-        axis.plot(grid, bound, color=colour, label=f"certified bound r = {rank}")
-        points = [r for r in records if int(r["r"]) == rank]
+        curve = bound_curve(d, rank, grid)  # (n_grid,)
+        axis.plot(grid, curve, color=colour, label=f"certified bound r = {rank}")
+        points = [(bound, e.population) for bound, e in zip(bounds, evaluations, strict=True) if bound.r == rank]
         axis.errorbar(
-            [int(p["H"]) for p in points],
-            [float(p["error"]) for p in points],
-            yerr=[DEFAULT_Z * float(p["error_stderr"]) for p in points],
+            [bound.H for bound, _ in points],
+            [population.error for _, population in points],
+            yerr=[DEFAULT_Z * population.stderr for _, population in points],
             fmt="o",
             color=colour,
             capsize=3,

@@ -30,8 +30,8 @@ from typing import Any
 from experiments.config import TrainConfig
 from experiments.json_files import read_json_object, write_text_atomically
 from experiments.sweeps.runner import store_path
-from experiments.training.evaluation import POPULATION_KEYS
-from experiments.training.run_directory import RunDirectory, check_result_fields
+from experiments.training.run_directory import RunDirectory
+from experiments.training.run_record import POPULATION_KEYS, Evaluation
 
 REPORT_NAME = "report.md"
 _RUN_FIELDS = ("task", "d", "N", "rank", "heads", "layers")
@@ -96,22 +96,18 @@ def _check_summary(summary: Any, where: str, path: Path, size: int | None) -> di
     return values
 
 
-def _check_population(analysis: Mapping[str, Any], path: Path) -> None:
-    """The evaluation's keys: population_error and population_stderr finite >= 0, population_samples an integer >= 2."""
-    for key in POPULATION_KEYS:
-        if key not in analysis:
-            raise ValueError(f"{path}: field {key} is missing (written by an older `attnrank analyze`; run it again)")
+def analysis_evaluation(analysis: Mapping[str, Any], path: Path) -> Evaluation:
+    """The evaluation in an analysis (the one metric record's population error and bound record, read by
+    `Evaluation.read`); ValueError naming the file and the field, or saying the analysis predates the recipe."""
     try:
-        check_result_fields(
-            {key: analysis[key] for key in (*POPULATION_KEYS, "theorem2") if key in analysis}, core=False
-        )
+        evaluation = Evaluation.read(analysis)
     except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from exc
-    bound = analysis.get("theorem2")
-    if bound is not None:
-        for key in ("bound_applies", "consistent"):
-            if not isinstance(bound.get(key), bool):
-                raise ValueError(f"{path}: field theorem2.{key} must be true or false, got {bound.get(key)!r:.40}")
+        raise ValueError(f"{path}: {exc}") from None
+    if evaluation is None:
+        raise ValueError(
+            f"{path}: field {POPULATION_KEYS[0]} is missing (written by an older `attnrank analyze`; run it again)"
+        )
+    return evaluation
 
 
 def read_analysis(run_dir: Path, config: TrainConfig) -> dict[str, Any]:
@@ -144,7 +140,7 @@ def read_analysis(run_dir: Path, config: TrainConfig) -> dict[str, Any]:
         _check_summary(layer.get("sum"), f"layers[{index}].sum", path, size)
         for h, head in enumerate(layer["per_head"]):
             _check_summary(head, f"layers[{index}].per_head[{h}]", path, size)
-    _check_population(analysis, path)
+    analysis_evaluation(analysis, path)
     return analysis
 
 
@@ -212,28 +208,26 @@ def write_run_report(run_dir: Path | str) -> Path:
         shown = {"steps": result.steps, "final_loss": result.final_loss, "best_loss": result.best_loss}
         shown["diverged"] = result.diverged
         lines += ["Training: " + ", ".join(f"{k} {_fmt(v)}" for k, v in shown.items()) + ".", ""]
+    evaluation = analysis_evaluation(analysis, files.analysis)
+    population = evaluation.population
     lines += [
         "## Population error on the task",
         "",
-        f"{_fmt(_number(analysis['population_error']))} +- {_fmt(_number(analysis['population_stderr']), 2)} (one "
-        f"standard error; {int(_number(analysis['population_samples']))} held-out samples of `{config.task}`, the "
+        f"{_fmt(population.error)} +- {_fmt(population.stderr, 2)} (one "
+        f"standard error; {population.samples} held-out samples of `{config.task}`, the "
         "one evaluation recipe of `experiments.training.evaluation`).",
         "",
     ]
-    bound = analysis.get("theorem2")
-    if isinstance(bound, dict):
-        applies = bound.get("bound_applies")
+    bound = evaluation.theorem2
+    if bound is not None:
+        applies = bound.applies
+        cells = (bound.d, bound.r, bound.H, population.error, population.upper, bound.lower, applies, bound.consistent)
         lines += [
             "## Theorem 2",
             "",
             "| d | r | H | error | + 4 s.e. | lower bound | bound applies | consistent |",
             "|---|---|---|---|---|---|---|---|",
-            "| "
-            + " | ".join(
-                _fmt(bound.get(k))
-                for k in ("d", "r", "H", "error", "error_upper_4se", "bound_lower", "bound_applies", "consistent")
-            )
-            + " |",
+            "| " + " | ".join(_fmt(cell) for cell in cells) + " |",
             "",
             "The bound holds for every H-head rank-r generalized attention on nearest-neighbour retrieval with N = 2 "
             "(D_2 keys)"

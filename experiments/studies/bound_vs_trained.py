@@ -5,9 +5,9 @@ beside `theory.bounds.rank_lower_bound` for its (d, r, H). No trained model may 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from experiments.analysis.records import Record
+from experiments.analysis.records import Record, evaluation
 from experiments.figures.sweeps import BOUND_VS_TRAINED
 from experiments.sweeps.grading import (
     Claim,
@@ -49,20 +49,22 @@ def no_model_beats_bound(records: Sequence[Record]) -> Verdict:
     """bound-vs-trained: no trained one-layer model beats Theorem 2's certified lower bound.
 
     Rule (stated in advance). The claim is itself quantitative, so ``magnitude`` means "the theorem's inequality holds
-    as a number": every trained error's upper end, mean + 4 standard errors of its fresh Monte Carlo estimate
-    (``theorem2["consistent"]``), is at or above the certified lower end of ``rank_lower_bound`` for its (d, r, H).
+    as a number": every trained error's upper end, mean + 4 standard errors of its population error (its bound
+    record's ``consistent``), is at or above the certified lower end of ``rank_lower_bound`` for its (d, r, H).
     There is no weaker ordering to fall back to (a single model below its bound contradicts the theorem), so this
     predicate never grades ``direction``: any run below its bound at 4 s.e. is ``not reproduced``; no evaluated run
     is ``not evaluated``.
     """
     checks, parts, margins = [], [], []
     for r in records:
-        t = r.get("theorem2")
-        if r.get("status") == "finished" and isinstance(t, Mapping):
-            checks.append(bool(t["consistent"]))
-            margins.append(float(t["error"]) - float(t["bound_lower"]))
+        found = evaluation(r)
+        if found is not None and found.theorem2 is not None:
+            bound, population = found.theorem2, found.population
+            checks.append(bound.consistent)
+            margins.append(population.error - bound.lower)
             parts.append(
-                f"r={t['r']} H={t['H']}: {t['error']:.3g} +- {t['error_stderr']:.2g} vs bound >= {t['bound_lower']:.3g}"
+                f"r={bound.r} H={bound.H}: {population.error:.3g} +- {population.stderr:.2g} "
+                f"vs bound >= {bound.lower:.3g}"
             )
     if not checks:
         return not_evaluated("no evaluated runs")

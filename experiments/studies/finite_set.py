@@ -12,10 +12,10 @@ In this file, in order: the grids per scale, the claim, the preset.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from experiments.analysis.records import Record
+from experiments.analysis.records import Record, evaluation
 from experiments.config import TrainConfig
 from experiments.figures.finite_set import FINITE_SET
 from experiments.sweeps.grading import Claim, Verdict, fmt, graded, not_evaluated
@@ -80,16 +80,11 @@ def _number(value: Any) -> float | None:
 
 def _evaluated(record: Record) -> tuple[float, float, float, float] | None:
     """(best_loss, population error, its stderr, certified bound) of a finished, evaluated run; None otherwise."""
-    theorem2 = record.get("theorem2")
-    if record.get("status") != "finished" or not isinstance(theorem2, Mapping):
+    found = evaluation(record)
+    best = _number(record.get("best_loss"))
+    if found is None or found.theorem2 is None or best is None:
         return None
-    values = (
-        _number(record.get("best_loss")),
-        _number(record.get("population_error")),
-        _number(record.get("population_stderr")),
-        _number(theorem2.get("bound_lower")),
-    )
-    return None if any(v is None for v in values) else values  # type: ignore[return-value]
+    return best, found.population.error, found.population.stderr, found.theorem2.lower
 
 
 Z = 4.0

@@ -7,9 +7,9 @@ measured, not graded. Its report adds the band tables and one figure per d (repo
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from experiments.analysis.records import Record
+from experiments.analysis.records import Record, evaluation
 from experiments.config import TrainConfig
 from experiments.figures.tightness import TIGHTNESS
 from experiments.reporting.tightness_report import TIGHTNESS_BANDS
@@ -112,26 +112,14 @@ TIGHTNESS_TEMPERATURES = (0.0625, 0.25, 1.0, 4.0, math.inf)
 
 
 def found_error(record: Record) -> tuple[int, int, int, float, float, float] | None:
-    """(d, r, H, fresh error, its standard error, certified bound) of a finished tightness run, or None.
-
-    Trained one-layer runs carry these in ``theorem2`` (`experiments.training.evaluation.theorem2_record`); the
-    least-squares constructions at the top level of their metrics (`experiments.sweeps.solve_least_squares`).
-    """
-    if record.get("status") != "finished":
+    """(d, r, H, population error, its standard error, certified bound) of a finished tightness run, or None: a
+    trained one-layer run and a least-squares construction carry the same record (`experiments.training.run_record`:
+    the population fields and the bound record ``theorem2``)."""
+    found = evaluation(record)
+    if found is None or found.theorem2 is None:
         return None
-    source = record.get("theorem2") if isinstance(record.get("theorem2"), Mapping) else record
-    assert isinstance(source, Mapping)
-    keys = ("d", "r", "H", "error", "error_stderr", "bound_lower")
-    if not all(isinstance(source.get(k), (int, float)) and not isinstance(source.get(k), bool) for k in keys):
-        return None
-    return (
-        int(source["d"]),
-        int(source["r"]),
-        int(source["H"]),
-        float(source["error"]),
-        float(source["error_stderr"]),
-        float(source["bound_lower"]),
-    )
+    bound = found.theorem2
+    return (bound.d, bound.r, bound.H, found.population.error, found.population.stderr, bound.lower)
 
 
 def tightness_band(records: Sequence[Record]) -> Verdict:

@@ -36,6 +36,7 @@ from experiments.sweeps.store import DONE_STATUSES, ResultsStore, StoreError
 from experiments.sweeps.work import RunTask
 from experiments.training.progress import Progress
 from experiments.training.run_directory import RunDirectory
+from experiments.training.run_record import Evaluation
 
 STORE_NAME = "results.sqlite"
 RUNS_DIR = "runs"
@@ -58,17 +59,14 @@ def _read_json(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _has_evaluation(metrics: Mapping[str, Any]) -> bool:
-    return all(key in metrics for key in ("population_error", "population_stderr", "population_samples"))
-
-
 def _evaluation_beside(files: RunDirectory) -> dict[str, Any] | None:
-    """evaluation.json of a run evaluated after its training, or None (absent, damaged or incomplete)."""
+    """The record's evaluation keys from evaluation.json of a run evaluated after its training, or None (absent or
+    damaged)."""
     try:
         evaluation = files.read_evaluation()
     except ValueError:
         return None
-    return evaluation if evaluation is not None and _has_evaluation(evaluation) else None
+    return None if evaluation is None else evaluation.fields()
 
 
 def _open_for(preset: str, scale: str, out: Path) -> ResultsStore:
@@ -140,7 +138,7 @@ def _rebuild(preset: str, scale: str, out: Path, specs: tuple[RunSpec, ...]) -> 
             config = _read_json(files.config) or {}
             if kind == "train" and config.get("config_hash") != key:
                 continue  # a directory whose config is not this run's: leave the run to the sweep
-            if kind == "train" and not metrics.get("diverged") and not _has_evaluation(metrics):
+            if kind == "train" and not metrics.get("diverged") and Evaluation.read(metrics) is None:
                 evaluation = _evaluation_beside(files)
                 if evaluation is None:
                     continue  # trained, never evaluated: the sweep evaluates it

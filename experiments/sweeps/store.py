@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 from experiments.config import TrainConfig
 from experiments.json_files import JsonTooDeep, jsonable, parse_json_text
 from experiments.sweeps.run_specs import SPEC_KINDS, spec_from_record
+from experiments.training.run_record import MIGRATION_HINT, RunRecord
 from theory.validation import check_choice
 
 STATUSES = ("pending", "running", "finished", "diverged", "failed")
@@ -304,7 +305,11 @@ class ResultsStore:
 
         Returns:
             True if this call stored it, False if the run was already done (the first result is kept).
+
+        Raises:
+            ValueError naming the field when ``metrics`` is not the one metric record (nothing is stored).
         """
+        RunRecord.read(metrics)
         status = "diverged" if metrics.get("diverged") else "finished"
         with self._transaction():
             cursor = self.connection.execute(
@@ -375,17 +380,6 @@ class ResultsStore:
 _COLUMNS = "hash, kind, spec, status, metrics, error, attempts, started, finished, seconds, git_revision, versions"
 
 
-NUMERIC_METRICS = (
-    "final_loss", "best_loss", "seconds", "steps", "population_error", "population_stderr", "population_samples",
-    "error", "error_stderr",
-)  # fmt: skip
-"""Metrics that must be numbers wherever a run records them (non-finite ones are stored as "nan", "inf", "-inf")."""
-NUMERIC_THEOREM2 = (
-    "d", "r", "H", "error", "error_stderr", "n_samples", "error_upper_4se", "bound_lower", "bound_upper",
-)  # fmt: skip
-"""The fields of a theory run's ``theorem2`` evaluation that reports read as numbers."""
-
-
 def _is_number(value: Any) -> bool:
     """A JSON number, or one of the strings `experiments.json_files.jsonable` writes for non-finite floats."""
     if isinstance(value, bool):
@@ -411,22 +405,15 @@ def _json_object(path: Path, key: str, field: str, text: Any, *, optional: bool)
 
 
 def _check_metrics(path: Path, key: str, metrics: Mapping[str, Any]) -> None:
-    """StoreError naming the field unless the metrics a report reads have their types."""
-    run = f"run {str(key)[:10]}"
-    for name in NUMERIC_METRICS:
-        if name in metrics and not _is_number(metrics[name]):
-            raise _damaged(path, f"{run}: field metrics.{name} must be a number, got {metrics[name]!r:.40}")
-    theorem2 = metrics.get("theorem2")
-    if theorem2 is not None:
-        if not isinstance(theorem2, dict):
-            raise _damaged(path, f"{run}: field metrics.theorem2 must be a JSON object, got {type(theorem2).__name__}")
-        for name in NUMERIC_THEOREM2:
-            if name in theorem2 and not _is_number(theorem2[name]):
-                raise _damaged(path, f"{run}: field metrics.theorem2.{name} must be a number")
-    for name in ("errors", "head_counts"):
-        values = metrics.get(name)
-        if values is not None and (not isinstance(values, list) or not all(_is_number(v) for v in values)):
-            raise _damaged(path, f"{run}: field metrics.{name} must be a list of numbers")
+    """StoreError naming the run and the field unless ``metrics`` is the one metric record
+    (`experiments.training.run_record.RunRecord.read`); a record from before it names the migration, not a rebuild."""
+    try:
+        RunRecord.read(metrics)
+    except ValueError as exc:
+        detail = f"run {str(key)[:10]}: {str(exc).replace('field ', 'field metrics.', 1)}"
+        if MIGRATION_HINT in detail:  # old, not damaged: the remedy is the migration, not a rebuild
+            raise StoreError(f"{path}: {detail}") from None
+        raise _damaged(path, detail) from None
 
 
 def _row(values: Sequence[Any], path: Path) -> RunRow:

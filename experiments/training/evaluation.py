@@ -9,9 +9,10 @@ toolkit scores after training is scored here, by the same recipe and under the s
   seed data_seed + 1 000 003 <= 2^63 + 1 000 002; the reference sampler data_seed + w <= 2^63 + 63), so no training set
   shares a sample with it; drawn by the task's own CPU sampler (float64, cast to the model's precision), the same
   distribution for every training sampler; the model in eval mode, without gradients, put back in its mode after;
-- **the keys**: ``population_error``, ``population_stderr``, ``population_samples``; and for a one-layer theory
-  model on Theorem 2's own task (nearest, N = 2, D_2 keys) ``theorem2``: that estimate beside the certified bound
-  `theory.bounds.rank_lower_bound` (d, r, H) (:func:`theorem2_record`).
+- **the keys**: the evaluation of the one metric record (`experiments.training.run_record.Evaluation`):
+  ``population_error``, ``population_stderr``, ``population_samples``; and for a one-layer model on Theorem 2's own
+  task (nearest, N = 2, D_2 keys) the bound record ``theorem2``: the certified bound
+  `theory.bounds.rank_lower_bound` (d, r, H) beside that estimate (:func:`evaluation_of`).
 
 Who calls it: the training loop at the end of every run (:func:`evaluate_model`, into result.json) and along the curve
 (:data:`CURVE_SAMPLES` samples, the first of the same stream; the ``population`` column of metrics.csv); a run
@@ -33,13 +34,12 @@ from experiments.config import TrainConfig
 from experiments.model_kinds import model_kind
 from experiments.tasks import Task, estimate_task_error
 from experiments.training.arguments import runs_on_cpu
-from experiments.training.checkpoints import check_same_config, load_checkpoint
 from experiments.training.memory import check_memory, evaluation_bytes, training_memory_source
 from experiments.training.run import build_run, resolve_device
 from experiments.training.run_directory import RunDirectory
-from experiments.training.run_model import load_trained_model, model_dtype, run_dtype
-from theory.bounds import rank_lower_bound
-from theory.monte_carlo import DEFAULT_Z, MonteCarloEstimate
+from experiments.training.run_model import load_checkpoint_state, load_trained_model, model_dtype
+from experiments.training.run_record import Evaluation, PopulationError, TheoremTwoBound
+from theory.monte_carlo import MonteCarloEstimate
 from theory.validation import check_sample_count
 
 POPULATION_SEED = 2**64 - 12_345
@@ -50,8 +50,6 @@ CURVE_SAMPLES = 4_096
 """Samples of each point of a run's population curve (the first of the evaluation's samples)."""
 EVAL_BATCH = 1_024
 """Samples per forward pass (bounds the evaluation's activation memory, whatever the sample size)."""
-POPULATION_KEYS = ("population_error", "population_stderr", "population_samples")
-"""The keys of the recipe's estimate in every result, store row and report."""
 
 
 def population_error(
@@ -78,55 +76,28 @@ def population_error(
         model.train(was_training)
 
 
-def population_fields(estimate: MonteCarloEstimate) -> dict[str, float | int]:
-    """The recipe's keys (:data:`POPULATION_KEYS`) of an estimate."""
-    return {
-        "population_error": float(estimate.mean),
-        "population_stderr": float(estimate.stderr),
-        "population_samples": int(estimate.n_samples),
-    }
-
-
 def theorem2_applicable(config: TrainConfig) -> bool:
     """Whether a run trained on Theorem 2's own task: nearest neighbour, N = 2, D_2 keys, one layer."""
     return config.task == "nearest" and config.N == 2 and config.keys == "orthonormal" and config.layers == 1
 
 
-def theorem2_record(config: TrainConfig, estimate: MonteCarloEstimate) -> dict[str, Any]:
-    """A model's population error beside Theorem 2's certified bound for its (d, r, H).
-
-    Returns:
-        d, r, H; error, error_stderr, n_samples (the estimate); error_upper_4se (mean + 4 s.e.); bound_lower,
-        bound_upper (the certified interval of the lower bound); bound_applies (the bound holds for the theory model,
-        a generalized attention; the encoder adds a residual and an FFN, outside that class); consistent
-        (mean + 4 s.e. >= bound_lower).
-    """
+def evaluation_of(config: TrainConfig, estimate: MonteCarloEstimate) -> Evaluation:
+    """The record's evaluation of a model of ``config`` whose population error is ``estimate``: the population
+    fields, and where Theorem 2 applies (`theorem2_applicable`) its bound for (d, r, H) beside them, with
+    ``bound_applies`` true for a generalized attention (the theory model; the encoder adds a residual and an FFN,
+    outside that class)."""
+    population = PopulationError.of(estimate)
     if not theorem2_applicable(config):
-        raise ValueError("theorem2_record needs a one-layer run on task nearest with N = 2 and orthonormal keys")
-    bound = rank_lower_bound(config.d, config.rank, config.heads)
-    upper = estimate.mean + DEFAULT_Z * estimate.stderr
-    return {
-        "d": config.d,
-        "r": config.rank,
-        "H": config.heads,
-        "error": estimate.mean,
-        "error_stderr": estimate.stderr,
-        "n_samples": estimate.n_samples,
-        "error_upper_4se": upper,
-        "bound_lower": bound.lower,
-        "bound_upper": bound.upper,
-        "bound_applies": model_kind(config.model).generalized_attention,
-        "consistent": bool(upper >= bound.lower),
-    }
+        return Evaluation(population)
+    applies = model_kind(config.model).generalized_attention
+    return Evaluation(
+        population, TheoremTwoBound.certify(config.d, config.rank, config.heads, population, applies=applies)
+    )
 
 
 def evaluate_model(config: TrainConfig, task: Task, model: torch.nn.Module) -> dict[str, Any]:
-    """The evaluation of a model by the recipe: the population keys, and ``theorem2`` where Theorem 2 applies."""
-    estimate = population_error(model, task)
-    evaluation: dict[str, Any] = population_fields(estimate)
-    if theorem2_applicable(config):
-        evaluation["theorem2"] = theorem2_record(config, estimate)
-    return evaluation
+    """The evaluation of a model by the recipe, as the record's keys (:func:`evaluation_of`)."""
+    return evaluation_of(config, population_error(model, task)).fields()
 
 
 def evaluate_trained(out_dir: str | Path, device: str = "cpu") -> dict[str, Any]:
@@ -137,16 +108,16 @@ def evaluate_trained(out_dir: str | Path, device: str = "cpu") -> dict[str, Any]
         ValueError naming the file when the directory holds no trained model or a damaged file.
     """
     files = RunDirectory(Path(out_dir))
-    recorded = files.read_result_metrics()
-    if recorded is not None and all(key in recorded for key in POPULATION_KEYS):
-        return {key: recorded[key] for key in (*POPULATION_KEYS, "theorem2") if key in recorded}
+    recorded = files.read_result_evaluation()
+    if recorded is not None:
+        return recorded.fields()
     saved = files.read_evaluation()
-    if saved is not None and all(key in saved for key in POPULATION_KEYS):
-        return saved
+    if saved is not None:
+        return saved.fields()
     config, task, model = load_trained_model(files.root, device)
-    evaluation = evaluate_model(config, task, model)
+    evaluation = evaluation_of(config, population_error(model, task))
     files.write_evaluation(evaluation)
-    return evaluation
+    return evaluation.fields()
 
 
 def check_evaluation_memory(config: TrainConfig, source: str) -> None:
@@ -182,18 +153,8 @@ def evaluate_run(config: TrainConfig, out_dir: Path | None, *, samples: int = EV
     step, source = 0, "init" if config.init is not None else "seed"
     checkpoint = RunDirectory(Path(out_dir)).checkpoint if out_dir is not None else None
     if checkpoint is not None and os.path.lexists(checkpoint):  # a dangling link is a damaged checkpoint
-        state = load_checkpoint(checkpoint)
-        if not config.extends(state["config"]):  # the flags of the run's extension name its checkpoint too
-            check_same_config(state["config"], config, checkpoint)
-        model.to(run_dtype(checkpoint.parent))  # float64 for a float64 import (import.json), else float32
-        try:
-            model.load_state_dict(state["model"])
-        except (RuntimeError, TypeError, AttributeError) as exc:
-            detail = " ".join(f"{type(exc).__name__}: {exc}".split())  # one line
-            raise ValueError(f"{checkpoint}: checkpoint does not match the model of this config ({detail})") from exc
-        step, source = state["step"], "checkpoint"
+        # the flags of the run's extension name its checkpoint too
+        step = load_checkpoint_state(model, checkpoint, config, extension=True)
+        source = "checkpoint"
     estimate = population_error(model, task, samples, device)
-    evaluation: dict[str, Any] = population_fields(estimate)
-    if theorem2_applicable(config):
-        evaluation["theorem2"] = theorem2_record(config, estimate)
-    return {**evaluation, "step": step, "source": source}
+    return {**evaluation_of(config, estimate).fields(), "step": step, "source": source}

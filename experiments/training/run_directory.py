@@ -34,6 +34,7 @@ from typing import Any
 
 from experiments.config import TrainConfig, TrainResult
 from experiments.json_files import atomic_write_bytes, read_json_object, write_json
+from experiments.training.run_record import BOUND_KEY, MIGRATION_HINT, POPULATION_KEYS, Evaluation, RunRecord
 from theory.validation import read_regular_file
 
 CONFIG_NAME = "config.json"
@@ -50,6 +51,8 @@ leave behind (`training.checkpoints.remove_stale_temporaries`)."""
 METRICS_HEADER = ("step", "loss", "lr", "time", "population")
 """metrics.csv's columns: the epoch's closing step, its mean training loss, the learning rate of its last step,
 seconds of training so far, and the population error where measured (empty elsewhere)."""
+EVALUATION_FIELDS = (*POPULATION_KEYS, BOUND_KEY)
+"""The fields of evaluation.json: the evaluation of the one metric record (`training.run_record.Evaluation`)."""
 DTYPE_NAMES = ("float32", "float64")
 """The precisions import.json may record for a run's weights (every trained run is float32)."""
 
@@ -85,79 +88,6 @@ def _metrics_values(path: Path, number: int, header: tuple[str, ...], row: list[
             kind = "an integer" if column == "step" else "a number" + (" or empty" if column == "population" else "")
             raise ValueError(f"{path}: line {number}: column {column} must be {kind}, got {text!r:.40}") from None
     return values
-
-
-def _number_field(name: str, value: Any, *, minimum: float | None = 0.0, finite: bool = True) -> float:
-    """A result field that is a number (or "nan" / "inf" / "-inf" as `experiments.json_files` writes them)."""
-    words = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
-    if isinstance(value, str) and value in words:
-        number = words[value]
-    elif isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"field {name} must be a number, got {value!r:.40}")
-    else:
-        number = float(value)
-    if finite and not math.isfinite(number):
-        raise ValueError(f"field {name} must be a finite number, got {number!r}")
-    if minimum is not None and number < minimum:
-        raise ValueError(f"field {name} must be >= {minimum:g}, got {number!r}")
-    return number
-
-
-def _integer_field(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"field {name} must be an integer >= {minimum}, got {value!r:.40}")
-    return value
-
-
-RESULT_ERROR_FIELDS = ("population_error", "population_stderr", "error", "error_stderr")
-"""Fields of a result (or an evaluation) that are a measured mean error or its standard error: finite, >= 0."""
-RESULT_COUNT_FIELDS = ("population_samples", "n_samples")
-"""Fields of a result that count held-out samples: integers >= 2."""
-
-
-def check_result_fields(data: Mapping[str, Any], *, core: bool = True) -> None:
-    """ValueError naming the field unless ``data`` (result.json of any run kind, or with ``core`` False an
-    evaluation.json) holds values a report may publish.
-
-    With ``core``: the fields `TrainResult.from_dict` checks (final_loss and best_loss are losses: numbers or
-    "nan" / "inf", never negative, finite and best <= final for a run that did not diverge; diverged true or false;
-    seconds finite >= 0; steps an integer >= 0), steps and diverged being optional for a solved spec.
-    Always: the measured errors (`RESULT_ERROR_FIELDS`) finite and >= 0, the sample counts (`RESULT_COUNT_FIELDS`)
-    integers >= 2, ``theorem2`` (when present) an object whose d, r, H are integers >= 1 and whose error fields are
-    finite and >= 0, ``errors`` and ``head_counts`` (a random-feature run) lists of finite errors >= 0 and of head
-    counts >= 1.
-    """
-    if core:  # TrainResult's own check; a solved (not trained) spec records neither steps nor, maybe, diverged
-        try:
-            TrainResult.from_dict({"steps": 0, "diverged": False, **data})
-        except ValueError as exc:
-            raise ValueError(f"field {exc}") from None
-    for name in RESULT_ERROR_FIELDS:
-        if name in data:
-            _number_field(name, data[name])
-    for name in RESULT_COUNT_FIELDS:
-        if name in data:
-            _integer_field(name, data[name], 2)
-    theorem2 = data.get("theorem2")
-    if theorem2 is not None:
-        if not isinstance(theorem2, Mapping):
-            raise ValueError(f"field theorem2 must be an object, got {type(theorem2).__name__}")
-        for name in ("d", "r", "H"):
-            _integer_field(f"theorem2.{name}", theorem2.get(name), 1)
-        for name in ("error", "error_stderr", "error_upper_4se", "bound_lower", "bound_upper"):
-            if name in theorem2:
-                _number_field(f"theorem2.{name}", theorem2[name])
-    for name, minimum in (("errors", 0), ("head_counts", 1)):
-        values = data.get(name)
-        if values is None:
-            continue
-        if not isinstance(values, list):
-            raise ValueError(f"field {name} must be a list, got {type(values).__name__}")
-        for index, value in enumerate(values):
-            if name == "head_counts":
-                _integer_field(f"{name}[{index}]", value, minimum)
-            else:
-                _number_field(f"{name}[{index}]", value)
 
 
 def read_metrics_file(path: Path) -> list[list[str]]:
@@ -272,13 +202,15 @@ class RunDirectory:
             raise ValueError(f"{self.result}: corrupt result file ({exc}); delete it to retrain") from exc
 
     def read_result_record(self) -> dict[str, Any]:
-        """result.json's JSON object (any run kind), checked field by field (`check_result_fields`); ValueError
-        naming the file and the field."""
+        """result.json's JSON object (any run kind): the one metric record, checked field by field
+        (`training.run_record.RunRecord.read`); ValueError naming the file and the field."""
         data = _read_json_object(self.result)
         try:
-            check_result_fields(data)
+            RunRecord.read(data)
         except ValueError as exc:
-            raise ValueError(f"{self.result}: corrupt result file ({exc}); delete it to run it again") from exc
+            if MIGRATION_HINT in str(exc):
+                raise ValueError(f"{self.result}: {exc}") from None
+            raise ValueError(f"{self.result}: corrupt result file ({exc}); delete it to run it again") from None
         return data
 
     def read_result_metrics(self) -> dict[str, Any] | None:
@@ -288,26 +220,38 @@ class RunDirectory:
         except ValueError:
             return None
 
+    def read_result_evaluation(self) -> Evaluation | None:
+        """The evaluation in result.json, or None when the file is absent or damaged or the run was not evaluated."""
+        metrics = self.read_result_metrics()
+        return None if metrics is None else Evaluation.read(metrics)
+
     def write_result(self, metrics: Mapping[str, Any]) -> None:
-        """Write result.json (a TrainResult's ``to_dict()``, or a solved spec's metrics), atomically."""
+        """Write result.json (the one metric record: a TrainResult's ``to_dict()``, or a solved spec's metrics),
+        atomically; ValueError naming the field when ``metrics`` is not that record (nothing is written)."""
+        RunRecord.read(metrics)
         write_json(self.result, dict(metrics))
 
     # ----------------------------------------------------------------------------------------- evaluation.json
-    def read_evaluation(self) -> dict[str, Any] | None:
-        """evaluation.json, or None when the run has not been evaluated (ValueError naming a damaged file, or a
-        field out of range: `check_result_fields`)."""
+    def read_evaluation(self) -> Evaluation | None:
+        """evaluation.json's evaluation, or None when the run has not been evaluated (ValueError naming a damaged
+        file, or the field out of range: `training.run_record.Evaluation.read`)."""
         if not os.path.lexists(self.evaluation):
             return None
         data = _read_json_object(self.evaluation)
         try:
-            check_result_fields(data, core=False)
+            unknown = [name for name in data if name not in EVALUATION_FIELDS]
+            if unknown:
+                raise ValueError(f"field {unknown[0]} is not an evaluation field ({', '.join(EVALUATION_FIELDS)})")
+            evaluation = Evaluation.read(data)
+            if evaluation is None:
+                raise ValueError(f"field {EVALUATION_FIELDS[0]} is missing")
         except ValueError as exc:
-            raise ValueError(f"{self.evaluation}: {exc}") from exc
-        return data
+            raise ValueError(f"{self.evaluation}: {exc}") from None
+        return evaluation
 
-    def write_evaluation(self, evaluation: Mapping[str, Any]) -> None:
-        """Write evaluation.json, atomically."""
-        write_json(self.evaluation, dict(evaluation))
+    def write_evaluation(self, evaluation: Evaluation) -> None:
+        """Write evaluation.json (the record's evaluation keys), atomically."""
+        write_json(self.evaluation, evaluation.fields())
 
     # ------------------------------------------------------------------------------------------- analysis.json
     def read_analysis(self) -> dict[str, Any] | None:

@@ -67,15 +67,38 @@ def load_trained_model(out_dir: str | Path, device: str = "cpu") -> tuple[TrainC
     if not files.checkpoint.exists():
         raise ValueError(f"out_dir {str(out_dir)!r} has no {files.checkpoint.name}; the run has not saved a model yet")
     config = files.read_config()
-    dtype = run_dtype(out_dir)
-    state = load_checkpoint(files.checkpoint)  # digest and fields verified
-    check_same_config(state["config"], config, files.checkpoint)
     task, model = build_run(dataclasses.replace(config, init=None, device=device), resolve_device(device))
-    model.to(dtype)
+    load_checkpoint_state(model, files.checkpoint, config)
+    model.eval()
+    return config, task, model
+
+
+def load_checkpoint_state(
+    model: torch.nn.Module, checkpoint: Path, config: TrainConfig, *, extension: bool = False
+) -> int:
+    """Load the verified checkpoint of the run ``config`` into ``model``, in the precision its run directory records
+    (`run_dtype`): the one checkpoint loading of `load_trained_model` and ``train --eval-only``
+    (`training.evaluation.evaluate_run`).
+
+    Args:
+        model: the run's model, built from ``config``.
+        checkpoint: the run directory's checkpoint.pt (digest and fields verified by `load_checkpoint`).
+        config: the run; its config must be the checkpoint's, or with ``extension`` a config that extends the
+            checkpoint's run along its schedule (`TrainConfig.extends`: more steps).
+
+    Returns:
+        the checkpoint's step.
+
+    Raises:
+        ValueError naming the checkpoint when it is damaged, belongs to another config, or does not fit the model.
+    """
+    state = load_checkpoint(checkpoint)  # digest and fields verified
+    if not (extension and config.extends(state["config"])):
+        check_same_config(state["config"], config, checkpoint)
+    model.to(run_dtype(checkpoint.parent))  # float64 for a float64 import (import.json), else float32
     try:
         model.load_state_dict(state["model"])
     except (RuntimeError, TypeError, AttributeError) as exc:
         detail = " ".join(f"{type(exc).__name__}: {exc}".split())  # one line
-        raise ValueError(f"{files.checkpoint}: checkpoint does not match the model of its config ({detail})") from exc
-    model.eval()
-    return config, task, model
+        raise ValueError(f"{checkpoint}: checkpoint does not match the model of its config ({detail})") from exc
+    return int(state["step"])

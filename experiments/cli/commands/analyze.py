@@ -9,8 +9,9 @@ from experiments.analysis.trained import analyze_run
 from experiments.cli.arguments import check_output_file, path_argument
 from experiments.cli.output import emit
 from experiments.json_files import jsonable, write_json
-from experiments.training.evaluation import EVALUATION_SAMPLES, POPULATION_KEYS
+from experiments.training.evaluation import EVALUATION_SAMPLES
 from experiments.training.run_directory import RunDirectory
+from experiments.training.run_record import POPULATION_KEYS, Evaluation
 from theory.validation import check_sample_count
 
 HEAD_ROWS = 32
@@ -82,8 +83,13 @@ def run(args: argparse.Namespace) -> int:
         print_head_table(index, layer["per_head"], everything=args.per_head)
     error = {key: report[key] for key in POPULATION_KEYS}
     emit(error, as_json=False, title=f"population error on the task ({report['run']['task']}; held-out samples)")
-    if "theorem2" in report:
-        emit(report["theorem2"], as_json=False, title="trained error vs Theorem 2 lower bound")
+    evaluation = Evaluation.read(report)
+    if evaluation is not None and evaluation.theorem2 is not None:
+        bound, population = evaluation.theorem2.fields(), evaluation.population
+        shown = {k: bound[k] for k in ("d", "r", "H")}  # the bound record beside the error it bounds
+        shown.update(error=population.error, error_upper_4se=population.upper)
+        shown.update({k: v for k, v in bound.items() if k not in shown})
+        emit(shown, as_json=False, title="trained error vs Theorem 2 lower bound")
     if "icl" in report:
         curves = report["icl"]
         names = list(curves)
