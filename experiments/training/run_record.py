@@ -53,7 +53,7 @@ LEGACY_FIELDS = ("error", "error_stderr", "n_samples", "error_upper_4se", "bound
 """Top-level fields of the records written before this schema (the depth runs' fresh error, a least-squares run's
 bound), and the error fields ``theorem2`` held then: named by the refusal with the migration that upgrades them."""
 MIGRATION_HINT = (
-    "a record written before the one metric record: upgrade it with `python scripts/migrate_records.py DIR`"
+    "a record from before the one metric record: upgrade it with `python scripts/migrate_records.py DIR`"
 )
 """What a refusal of a legacy field tells the reader to do."""
 

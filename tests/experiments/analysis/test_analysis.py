@@ -24,8 +24,9 @@ from experiments.analysis.trained import (
 from experiments.config import TrainConfig
 from experiments.figures.trained import plot_trained_vs_bound
 from experiments.models.attention import RankedMultiheadAttention
-from experiments.training.evaluation import POPULATION_SEED, evaluate_model, population_error, theorem2_record
+from experiments.training.evaluation import POPULATION_SEED, evaluate_model, evaluation_of, population_error
 from experiments.training.run import build_run
+from experiments.training.run_record import Evaluation, PopulationError, TheoremTwoBound
 from tests.strategies import dimensions
 from theory.bounds import rank_lower_bound
 
@@ -104,34 +105,35 @@ def _full_rank_run(tmp_path: Path, d: int) -> tuple[TrainConfig, object, torch.n
 def test_theorem2_record_for_the_full_rank_construction_and_a_negative_control(tmp_path: Path) -> None:
     """The hardmax full-rank head has error 0 and sits on its own bound (0); against a rank-1 bound it violates it."""
     config, task, model = _full_rank_run(tmp_path, 6)
-    report = evaluate_model(config, task, model)["theorem2"]
-    assert report["bound_lower"] == 0.0 and report["consistent"] and report["bound_applies"]
-    assert report["error"] < 1e-6
+    report = evaluate_model(config, task, model)
+    bound = report["theorem2"]
+    assert bound["bound_lower"] == 0.0 and bound["consistent"] and bound["bound_applies"]
+    assert (bound["d"], bound["r"], bound["H"]) == (6, 6, 1)
+    assert report["population_error"] < 1e-6
     rank1 = rank_lower_bound(6, 1, 1).lower
-    assert rank1 > 0.1 and report["error_upper_4se"] < rank1  # would fail the trained-vs-bound check
+    upper = report["population_error"] + 4 * report["population_stderr"]
+    assert rank1 > 0.1 and upper < rank1  # would fail the trained-vs-bound check
 
 
 def test_theorem2_applies_to_its_own_task_only() -> None:
     config = TrainConfig(task="farthest", d=4, N=3, rank=4, ffn_dim=8)
     task, model = build_run(config, torch.device("cpu"))
     assert "theorem2" not in evaluate_model(config, task, model)
-    with pytest.raises(ValueError, match="nearest with N = 2"):
-        theorem2_record(config, population_error(model, task, 10))
+    assert evaluation_of(config, population_error(model, task, 10)).theorem2 is None
 
 
 def test_figure_is_written_and_records_are_validated(tmp_path: Path) -> None:
-    records = [
-        {"d": 8, "r": 1, "H": 8, "error": 0.3, "error_stderr": 0.01},
-        {"d": 8, "r": 4, "H": 2, "error": 0.2, "error_stderr": 0.01},
-    ]
+    def evaluation(d: int, r: int, H: int, error: float) -> Evaluation:
+        population = PopulationError(error, 0.01, 1000)
+        return Evaluation(population, TheoremTwoBound.certify(d, r, H, population, applies=True))
+
+    records = [evaluation(8, 1, 8, 0.3), evaluation(8, 4, 2, 0.2)]
     path = plot_trained_vs_bound(records, tmp_path / "fig.png")
     assert path.exists() and path.stat().st_size > 1000
-    with pytest.raises(ValueError, match="missing error_stderr"):
-        plot_trained_vs_bound([{"d": 8, "r": 1, "H": 8, "error": 0.3}], tmp_path / "x.png")
+    with pytest.raises(ValueError, match=r"evaluations\[0\] has no bound record"):
+        plot_trained_vs_bound([Evaluation(PopulationError(0.3, 0.01, 1000))], tmp_path / "x.png")
     with pytest.raises(ValueError, match="one dimension d"):
-        plot_trained_vs_bound(
-            [*records, {"d": 4, "r": 1, "H": 4, "error": 0.3, "error_stderr": 0.01}], tmp_path / "y.png"
-        )
+        plot_trained_vs_bound([*records, evaluation(4, 1, 4, 0.3)], tmp_path / "y.png")
     with pytest.raises(ValueError, match="analysis.json not found"):
         records_from_runs([tmp_path])
 

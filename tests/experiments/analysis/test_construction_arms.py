@@ -17,6 +17,7 @@ from experiments.analysis.run_curves import read_metrics_curve as epoch_curve
 from experiments.config import TrainConfig
 from experiments.reporting.construction_arms_report import construction_arms_lines
 from experiments.studies.depth import DEPTH_ARM_TARGET, depth_trained
+from tests.run_records import evaluated
 from theory.bounds import full_rank_error
 from theory.majority_vote_error import majority_vote_error
 
@@ -32,9 +33,8 @@ def _config(init: str | None, seed: int = 0) -> TrainConfig:
 
 def _record(config: TrainConfig, error: float, status: str = "finished") -> dict[str, Any]:
     metrics = {"best_loss": error, "final_loss": error, "steps": config.steps, "seconds": 1.0}
-    theorem2 = {"error": error, "error_stderr": 0.001, "H": config.heads}
     return {**config.to_dict(), "status": status, "hash": config.config_hash(), "kind": "train", **metrics,
-            "theorem2": theorem2}  # fmt: skip
+            **evaluated(error, bound=(config.d, config.rank, config.heads, 0.0))}  # fmt: skip
 
 
 def _curve(path: Path, losses: list[float], every: int = 50) -> Path:
@@ -105,8 +105,7 @@ def test_depth_claim_leaves_construction_runs_out() -> None:
     """A two-layer run started from the majority vote far below the bound must not make the claim magnitude."""
     base: dict[str, Any] = {"model": "theory", "task": "nearest", "N": 2, "rank": 1, "d": D, "seed": 0}
     one = {**base, "status": "finished", "layers": 1, "width": 2, "positional_dim": 0,
-           "theorem2": {"error": 0.17, "error_stderr": 0.001, "H": 16}}  # fmt: skip
-    two = {**base, "status": "finished", "layers": 2, "width": 1, "positional_dim": D, "error": 0.01,
-           "error_stderr": 0.001}  # fmt: skip
+           **evaluated(0.17, bound=(D, 1, 16, 0.15))}  # fmt: skip
+    two = {**base, "status": "finished", "layers": 2, "width": 1, "positional_dim": D, **evaluated(0.01)}  # fmt: skip
     assert depth_trained([two, one]).grade.value == "magnitude"
     assert depth_trained([{**two, "init": "construction:majority-vote"}, one]).grade.value == "not evaluated"

@@ -14,13 +14,14 @@ from experiments.analysis.tightness import (
     ratio_slope,
     tightness_cells,
 )
+from tests.run_records import evaluated
 from theory.bounds import min_heads, rank_lower_bound
 from theory.majority_vote_error import majority_vote_error
 
 
 def _trained(d: int, r: int, H: int, error: float, seed: int = 0, steps: int = 100, key: str = "") -> dict:
-    theorem2 = {"d": d, "r": r, "H": H, "error": error, "error_stderr": 0.001, "bound_lower": 0.0}
-    return {"status": "finished", "kind": "train", "steps": steps, "seed": seed, "hash": key, "theorem2": theorem2}
+    record = {"status": "finished", "kind": "train", "steps": steps, "seed": seed, "hash": key}
+    return {**record, **evaluated(error, bound=(d, r, H, 0.0))}
 
 
 def test_cells_take_the_best_seed_and_separate_the_controls() -> None:
@@ -28,15 +29,7 @@ def test_cells_take_the_best_seed_and_separate_the_controls() -> None:
         _trained(8, 1, 64, 0.20, seed=0, key="a"),
         _trained(8, 1, 64, 0.17, seed=1, key="b"),
         _trained(8, 1, 64, 0.16, seed=0, steps=400, key="c"),
-        {
-            "status": "finished",
-            "kind": "least-squares-heads",
-            "d": 8,
-            "r": 1,
-            "H": 64,
-            "error": 0.18,
-            "error_stderr": 0.002,
-        },
+        {"status": "finished", "kind": "least-squares-heads", **evaluated(0.18, 0.002, bound=(8, 1, 64, 0.0))},
         {"status": "failed", "kind": "train", "steps": 100, "seed": 2, "hash": "d"},
     ]
     (cell,) = tightness_cells(records)

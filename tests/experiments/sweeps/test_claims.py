@@ -15,6 +15,7 @@ from experiments.studies.icl import higher_rank_better
 from experiments.studies.posn import concat_helps_deep_low_rank
 from experiments.studies.random_features import random_features_plateau
 from experiments.sweeps.grading import Grade, seed_spread
+from tests.run_records import evaluated
 
 
 def rec(**k: object) -> dict:
@@ -116,9 +117,10 @@ def test_higher_rank_better() -> None:
 
 
 def test_bound_never_direction() -> None:
-    t2 = {"r": 1, "H": 16, "error": 0.3, "error_stderr": 0.01, "bound_lower": 0.2}
-    assert no_model_beats_bound([rec(theorem2={**t2, "consistent": True})]).grade is Grade.MAGNITUDE
-    assert no_model_beats_bound([rec(theorem2={**t2, "consistent": False})]).grade is Grade.NOT_REPRODUCED
+    above = evaluated(0.3, 0.01, bound=(16, 1, 16, 0.2))  # 0.3 + 4 s.e. >= 0.2: consistent
+    below = evaluated(0.15, 0.01, bound=(16, 1, 16, 0.2))  # 0.15 + 4 s.e. = 0.19 < 0.2: below its bound
+    assert no_model_beats_bound([rec(**above)]).grade is Grade.MAGNITUDE
+    assert no_model_beats_bound([rec(**below)]).grade is Grade.NOT_REPRODUCED
     assert no_model_beats_bound([rec()]).grade is Grade.NOT_EVALUATED
 
 

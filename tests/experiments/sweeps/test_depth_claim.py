@@ -8,6 +8,7 @@ from experiments.analysis.records import theory_heads
 from experiments.studies import CLAIMS
 from experiments.studies.depth import depth_trained
 from experiments.sweeps.grading import Grade
+from tests.run_records import evaluated
 from theory.bounds import rank_lower_bound
 
 D, P = 8, 8
@@ -16,10 +17,10 @@ D, P = 8, 8
 def _run(layers: int, width: int, error: float, seed: int = 0, stderr: float = 0.001) -> dict[str, Any]:
     base: dict[str, Any] = {"model": "theory", "task": "nearest", "N": 2, "rank": 1, "d": D, "seed": seed}
     base.update(status="finished", layers=layers, width=width, positional_dim=P if layers == 2 else 0)
-    if layers == 1:
+    if layers == 1:  # a one-layer run carries Theorem 2's bound beside its population error
         heads = width * D
-        return {**base, "theorem2": {"error": error, "error_stderr": stderr, "H": heads}}
-    return {**base, "error": error, "error_stderr": stderr}
+        return {**base, **evaluated(error, stderr, bound=(D, 1, heads, rank_lower_bound(D, 1, heads).lower))}
+    return {**base, **evaluated(error, stderr)}
 
 
 def test_heads_per_layer() -> None:

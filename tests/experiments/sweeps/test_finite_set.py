@@ -15,6 +15,7 @@ from experiments.sweeps.grading import Grade
 from experiments.sweeps.runner import store_path
 from experiments.sweeps.store import ResultsStore
 from experiments.sweeps.store_records import sweep_records
+from tests.run_records import evaluated
 from theory.bounds import rank_lower_bound
 
 
@@ -50,7 +51,9 @@ def test_the_predicate_fails_what_it_must(records: list[dict[str, Any]]) -> None
     """Negative controls: a population error below its bound is a contradiction; training losses all above the bound
     are at most DIRECTION."""
     below = copy.deepcopy(records)
-    below[-1]["population_error"] = 0.5 * below[-1]["theorem2"]["bound_lower"]
+    last, lower = below[-1], below[-1]["theorem2"]["bound_lower"]
+    cell = (last["d"], last["rank"], last["heads"], lower)
+    last.update(evaluated(0.5 * lower, last["population_stderr"], bound=cell))  # its bound record follows the error
     assert training_below_population_above(below).grade == Grade.NOT_REPRODUCED
     above = copy.deepcopy(records)
     for r in above:

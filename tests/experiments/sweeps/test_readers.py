@@ -12,8 +12,10 @@ import attnrank
 from experiments.analysis.run_curves import write_curves_file
 from experiments.config import TrainConfig
 from experiments.sweeps.store import ResultsStore
+from tests.run_records import evaluated
 
 KEYS = (hashlib.sha256(b"first").hexdigest(), hashlib.sha256(b"second").hexdigest())
+_RESULT = {"final_loss": 0.25, "best_loss": 0.25, "steps": 2, "diverged": False, "seconds": 1.0}
 SPECS = (TrainConfig(seed=0).to_dict(), TrainConfig(seed=1).to_dict())
 
 
@@ -22,7 +24,7 @@ def _store(root: Path) -> Path:
     SQLite's rollback-journal mode, as committed stores are (scripts/snapshot_store.py)."""
     with ResultsStore(root / "results.sqlite") as store:
         store.register("p", "quick", [(KEYS[0], "train", SPECS[0]), (KEYS[1], "train", SPECS[1])])
-        store.record_result(KEYS[0], {"best_loss": 0.25, "population_error": 0.5, "seconds": 1.0}, {})
+        store.record_result(KEYS[0], {**_RESULT, **evaluated(0.5)}, {})
         store.connection.execute("PRAGMA journal_mode=DELETE")
     write_curves_file(
         root / "curves.csv", {KEYS[0]: [(1, 0.5), (2, 0.25)], KEYS[1]: [(1, 0.75)]}, dict.fromkeys(KEYS, "run")
@@ -42,7 +44,7 @@ def test_the_readers_give_back_what_the_store_holds(tmp_path: Path) -> None:
     assert [row.hash for row in rows] == list(KEYS)
     assert [row.spec["seed"] for row in rows] == [0, 1]
     assert [row.status for row in rows] == ["finished", "pending"]
-    assert rows[0].metrics == {"best_loss": 0.25, "population_error": 0.5, "seconds": 1.0} and rows[1].metrics is None
+    assert rows[0].metrics == {**_RESULT, **evaluated(0.5)} and rows[1].metrics is None
     assert attnrank.read_curves(str(root)) == {KEYS[0]: [(1, 0.5), (2, 0.25)], KEYS[1]: [(1, 0.75)]}
     assert attnrank.read_curves(root, "population") == {KEYS[0]: [(2, 0.5)]}
     assert _files(root) == before  # read only: not a byte written, no file added

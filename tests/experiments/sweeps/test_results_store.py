@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,19 +43,24 @@ def test_register_is_idempotent_and_shares_runs_between_sweeps(tmp_path: Path) -
         assert store.status_counts()["pending"] == 2
 
 
+def _result(loss: float, seconds: float) -> dict[str, Any]:
+    """A trained run's metric record (no evaluation)."""
+    return {"final_loss": loss, "best_loss": loss, "steps": 10, "diverged": False, "seconds": seconds}
+
+
 def test_first_result_is_kept_and_survives_reopening(tmp_path: Path) -> None:
     with _store(tmp_path) as store:
         store.register("p", "quick", [("a", "train", SPEC)])
         store.mark_running("a")
-        assert store.record_result("a", {"best_loss": 0.5, "seconds": 1.0}, PROV)
-        assert not store.record_result("a", {"best_loss": 0.1, "seconds": 2.0}, PROV)  # duplicate finish ignored
+        assert store.record_result("a", _result(0.5, 1.0), PROV)
+        assert not store.record_result("a", _result(0.1, 2.0), PROV)  # duplicate finish ignored
         store.mark_running("a")  # a finished run is never put back to running
         store.record_failure("a", "late error")  # nor marked failed
     with _store(tmp_path) as store:  # a new connection sees the committed row
         [row] = store.rows()
         assert (row.status, row.metrics, row.attempts, row.error) == (
             "finished",
-            {"best_loss": 0.5, "seconds": 1.0},
+            _result(0.5, 1.0),
             1,
             None,
         )
@@ -65,13 +71,13 @@ def test_first_result_is_kept_and_survives_reopening(tmp_path: Path) -> None:
 def test_diverged_failed_and_retry(tmp_path: Path) -> None:
     with _store(tmp_path) as store:
         store.register("p", "quick", [("a", "train", SPEC), ("b", "train", SPEC)])
-        store.record_result("a", {"diverged": True, "best_loss": float("nan"), "seconds": 1.0}, PROV)
+        store.record_result("a", {**_result(float("nan"), 1.0), "final_loss": float("nan"), "diverged": True}, PROV)
         store.mark_running("b")
         store.record_failure("b", "boom")
         assert store.status_counts() == {"pending": 0, "running": 0, "finished": 0, "diverged": 1, "failed": 1}
         assert store.done_keys() == {"a"}  # diverged is a result; failed is retried
         store.mark_running("b")
-        assert store.record_result("b", {"best_loss": 0.2, "seconds": 1.0}, PROV)
+        assert store.record_result("b", _result(0.2, 1.0), PROV)
         rows = {r.hash: r for r in store.rows()}
         assert rows["a"].metrics is not None and rows["a"].metrics["best_loss"] == "nan"  # non-finite as a string
         assert rows["b"].attempts == 2 and rows["b"].error is None

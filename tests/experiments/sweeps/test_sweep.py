@@ -215,7 +215,10 @@ def test_seed_packed_theory_runs_record_their_evaluation(tmp_path: Path) -> None
         assert row.metrics is not None and row.metrics["population_samples"] > 0, row.hash
         assert row.metrics["population_stderr"] > 0
         if row.spec["layers"] == 1:
-            assert row.metrics["theorem2"]["error"] == row.metrics["population_error"]  # the bound beside it
+            bound = row.metrics["theorem2"]  # the bound beside the population error
+            assert (bound["d"], bound["r"], bound["H"]) == (row.spec["d"], row.spec["rank"], row.spec["width"] * 8)
+            upper = row.metrics["population_error"] + 4 * row.metrics["population_stderr"]
+            assert bound["consistent"] == (upper >= bound["bound_lower"])
         else:
             assert "theorem2" not in row.metrics
 

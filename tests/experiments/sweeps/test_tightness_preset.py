@@ -15,6 +15,8 @@ from experiments.sweeps.grading import Grade
 from experiments.sweeps.least_squares_spec import LeastSquaresHeadsSpec
 from experiments.sweeps.run_specs import spec_from_record, spec_kind
 from experiments.sweeps.solve_least_squares import solve_least_squares_heads
+from experiments.training.run_record import RunRecord
+from tests.run_records import evaluated
 from theory.bounds import rank_lower_bound
 
 
@@ -66,30 +68,25 @@ def test_spec_encodes_hardmax_and_rejects_unknown_keys() -> None:
 def test_solve_writes_its_result_beside_the_bound(tmp_path: Path) -> None:
     spec = LeastSquaresHeadsSpec(6, 2, 8, (0.25, math.inf), 2000, 1000, 4000)
     metrics = solve_least_squares_heads(spec.to_dict(), tmp_path)
-    assert json.loads((tmp_path / "result.json").read_text())["error"] == metrics["error"]
-    assert metrics["bound_lower"] == rank_lower_bound(6, 2, 8).lower
-    assert metrics["consistent"] and metrics["error"] + 4 * metrics["error_stderr"] >= metrics["bound_lower"]
+    assert json.loads((tmp_path / "result.json").read_text()) == metrics
+    assert RunRecord.read(metrics).to_dict() == metrics  # the one metric record, as the store and reports read it
+    bound = metrics["theorem2"]
+    assert (bound["d"], bound["r"], bound["H"], bound["bound_applies"]) == (6, 2, 8, True)
+    assert bound["bound_lower"] == rank_lower_bound(6, 2, 8).lower
+    upper = metrics["population_error"] + 4 * metrics["population_stderr"]
+    assert bound["consistent"] and upper >= bound["bound_lower"]
+    assert metrics["population_samples"] == 4000 and metrics["best_loss"] == metrics["population_error"]
     assert metrics["chosen_temperature"] in (0.25, "inf")
 
 
 def _trained(d: int, r: int, H: int, error: float, stderr: float = 0.001) -> dict:
-    bound = rank_lower_bound(d, r, H)
-    theorem2 = {"d": d, "r": r, "H": H, "error": error, "error_stderr": stderr, "bound_lower": bound.lower}
-    return {"status": "finished", "kind": "train", "steps": 100, "seed": 0, "hash": "x", "theorem2": theorem2}
+    record = {"status": "finished", "kind": "train", "steps": 100, "seed": 0, "hash": "x"}
+    return {**record, **evaluated(error, stderr, bound=(d, r, H, rank_lower_bound(d, r, H).lower))}
 
 
 def _built(d: int, r: int, H: int, error: float, stderr: float = 0.001) -> dict:
-    bound = rank_lower_bound(d, r, H).lower
-    return {
-        "status": "finished",
-        "kind": "least-squares-heads",
-        "d": d,
-        "r": r,
-        "H": H,
-        "error": error,
-        "error_stderr": stderr,
-        "bound_lower": bound,
-    }
+    record = {"status": "finished", "kind": "least-squares-heads", "d": d, "r": r, "H": H}
+    return {**record, **evaluated(error, stderr, bound=(d, r, H, rank_lower_bound(d, r, H).lower))}
 
 
 def test_claim_holds_above_the_bound_and_reports_the_ratio() -> None:
