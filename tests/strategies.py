@@ -101,13 +101,14 @@ def odd_degrees(max_value: int = 31) -> st.SearchStrategy[int]:
 def random_multilayer_network(
     rng: np.random.Generator, d: int, p: int, N: int, heads: Sequence[int], r: int
 ) -> MultiLayerWeights:
-    """A multi-layer theory network with Gaussian weights: widths d + p, heads[l] heads of rank r in layer l."""
-    width = d + p
+    """A multi-layer theory network with Gaussian weights: residual streams of dimension d + p, heads[l] heads of rank
+    r in layer l."""
+    embed_dim = d + p
     layers = tuple(
         AttentionLayer(
-            Q=rng.standard_normal((h, r, width)),
-            K=rng.standard_normal((h, r, width)),
-            V=rng.standard_normal((h, width, width)) / math.sqrt(width),
+            Q=rng.standard_normal((h, r, embed_dim)),
+            K=rng.standard_normal((h, r, embed_dim)),
+            V=rng.standard_normal((h, embed_dim, embed_dim)) / math.sqrt(embed_dim),
         )
         for h in heads
     )
@@ -115,5 +116,5 @@ def random_multilayer_network(
         layers=layers,
         context_codes=rng.standard_normal((N, p)),
         query_code=rng.standard_normal(p),
-        readout=rng.standard_normal((d, width)),
+        readout=rng.standard_normal((d, embed_dim)),
     )

@@ -137,3 +137,15 @@ def test_invalid_inputs_name_the_problem():
         )
     with pytest.raises(ValueError, match="MultiLayerWeights"):
         multilayer_forward({"readout": weights.readout}, X, y)
+
+
+def test_the_residual_stream_dimension_is_embed_dim_and_width_is_not_a_name_for_it():
+    """`width` means c (averaged attention blocks) everywhere; the stream dimension D = d + p is ``embed_dim``."""
+    d, p, N = 3, 2, 4
+    layer = AttentionLayer(Q=np.ones((2, 1, d + p)), K=np.ones((2, 1, d + p)), V=np.zeros((2, d + p, d + p)))
+    weights = MultiLayerWeights((layer,), np.zeros((N, p)), np.zeros(p), np.zeros((d, d + p)))
+    assert weights.embed_dim == d + p == 5
+    assert not hasattr(weights, "width")
+    narrow = AttentionLayer(Q=np.ones((2, 1, 4)), K=np.ones((2, 1, 4)), V=layer.V)  # keys of dimension 4, not 5
+    with pytest.raises(ValueError, match=r"D = 5"):
+        MultiLayerWeights((narrow,), np.zeros((N, p)), np.zeros(p), np.zeros((d, d + p)))

@@ -18,6 +18,7 @@ from experiments.sweeps.preset_kit import PaperNumber
 from experiments.sweeps.run_specs import spec_kind
 from experiments.sweeps.runner import store_path
 from experiments.sweeps.store import ResultsStore
+from tests.run_records import evaluated
 
 PROV = {"git_revision": "abc", "versions": {}}
 
@@ -34,10 +35,7 @@ def _fake(out: Path, preset: str, loss: dict[tuple[int, int], float] | None = No
                 value = base * (1.0 + 0.1 * s.seed)
                 metrics: dict = {"best_loss": value, "final_loss": value, "steps": s.steps, "seconds": 1.0}
                 if s.model == "theory":
-                    metrics["theorem2"] = {
-                        "d": s.d, "r": s.rank, "H": s.heads, "error": 0.3, "error_stderr": 0.001,
-                        "bound_lower": 0.1, "consistent": True,
-                    }  # fmt: skip
+                    metrics.update(evaluated(0.3, bound=(s.d, s.rank, s.heads, 0.1)))
             else:
                 counts = list(s.head_counts)
                 errors = [0.7 * (0.25 + 0.75 / (1 + k / 8)) for k in range(len(counts))]

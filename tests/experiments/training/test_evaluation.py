@@ -14,9 +14,10 @@ from constructions.full_rank import save_full_rank
 from constructions.weights_io import load_weights
 from experiments.cli.main import main
 from experiments.config import TrainConfig
-from experiments.training.evaluation import POPULATION_KEYS, evaluate_run, evaluate_trained
+from experiments.training.evaluation import evaluate_run, evaluate_trained
 from experiments.training.loop import train
 from experiments.training.run import build_run
+from experiments.training.run_record import POPULATION_KEYS, Evaluation
 from experiments.training.schedule import init_step_ratio, make_optimizer
 
 FLAGS = "--task nearest --d 8 --N 2 --keys orthonormal --rank 8 --model theory --temperature 10"
@@ -39,7 +40,9 @@ def test_eval_only_reports_the_construction_error_and_writes_nothing(tmp_path: P
     predicted = load_weights(config.init).predicted_error  # type: ignore[arg-type]
     assert result["source"] == "init" and result["step"] == 0 and result["population_samples"] == 20_000
     assert abs(result["population_error"] - predicted) <= 4 * result["population_stderr"], (result, predicted)
-    assert result["theorem2"]["error"] == result["population_error"]  # Theorem 2's own task: the bound beside it
+    bound = result["theorem2"]  # Theorem 2's own task: the bound beside the population error
+    assert (bound["d"], bound["r"], bound["H"]) == (config.d, config.rank, config.heads)
+    assert Evaluation.read(result) is not None  # the record's evaluation, as every reader reads it
     assert not out.exists()
     fresh = evaluate_run(dataclasses.replace(config, init=None), None, samples=2000)
     control = predicted + 4 * fresh["population_stderr"]
