@@ -8,9 +8,11 @@ A run directory (``attnrank train --out DIR``, a sweep's ``runs/<hash>/``, ``att
 - ``metrics.csv``: one row per epoch (`METRICS_HEADER`; written by the training loop through :meth:`metrics_rows` and
   :meth:`write_metrics`);
 - ``checkpoint.pt``: the latest checkpoint (`training.checkpoints`, which verifies it when read);
-- ``result.json``: the finished run's `TrainResult` (or a solved random-feature / least-squares spec's metrics);
-- ``evaluation.json``: the trained model's evaluation by the one recipe (`training.evaluation.evaluate_trained`:
-  population error, and Theorem 2's bound where it applies), so a store rebuilt from run directories recovers it;
+- ``result.json``: the finished run's metric record, one for every kind of run (`training.run_record.RunRecord`: a
+  trained run's `TrainResult` with its evaluation, or a solved random-feature / least-squares spec's metrics);
+- ``evaluation.json``: the trained model's evaluation by the one recipe (`training.evaluation.evaluate_trained`: the
+  record's evaluation fields, population error and Theorem 2's bound where it applies), so a store rebuilt from run
+  directories recovers it;
 - ``import.json``: the provenance of an imported run (`training.imported_run`), with the precision of its weights;
 - ``analysis.json``: ``attnrank analyze``'s report;
 - ``.lock``: the lock every writer holds while it writes the directory (`training.run_lock`: one writer per run

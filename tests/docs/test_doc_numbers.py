@@ -234,7 +234,7 @@ def _worst(store: str, **where: Any) -> float:
 def _depth_scratch_ratios(reference: Callable[[int], float]) -> list[float]:
     """reference(H) / fresh error of every two-layer scratch run of the first sitting (p = 8)."""
     found = runs("depth-cpu", layers=2, positional_dim=8, init=None)
-    return [reference(r["heads"]) / float(r["error"]) for r in found]
+    return [reference(r["heads"]) / float(r["population_error"]) for r in found]
 
 
 @cache
@@ -262,11 +262,11 @@ def _arm_range(heads: int, start: str, column: int, spec: str) -> str:
 
 def _depth_final(heads: int, init: str | None) -> list[float]:
     found = runs("depth-cpu", layers=2, heads=heads, init=init)
-    return [float(r["error"]) for r in found]
+    return [float(r["population_error"]) for r in found]
 
 
 def _depth_one_layer_final(init: str | None) -> list[float]:
-    return [float(r["theorem2"]["error"]) for r in runs("depth-cpu", layers=1, rank=8, init=init)]
+    return [float(r["population_error"]) for r in runs("depth-cpu", layers=1, rank=8, init=init)]
 
 
 # --- tightness -------------------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """`attnrank figure trained DIR... --out FILE`: trained errors against Theorem 2's bound, per rank (docs/training.md).
 
-Each DIR is a run directory already analysed by `attnrank analyze DIR` (its "theorem2" record is read).
+Each DIR is a run directory already analysed by `attnrank analyze DIR` (its population error and "theorem2" bound
+record are read).
 """
 
 from __future__ import annotations
