@@ -99,6 +99,13 @@ def test_depth_quick_writes_tables_and_figures(tmp_path: Path, capsys: pytest.Ca
     assert "fitted exponent" in capsys.readouterr().out
 
 
+def _analysis(error: object = 0.3, d: object = 4, consistent: bool = True) -> str:
+    """analysis.json's evaluation in the one metric record (JSON text): a population error and its bound record."""
+    bound = {"d": d, "r": 1, "H": 2, "bound_lower": 0.1, "bound_upper": 0.1, "bound_applies": True}
+    population = {"population_error": error, "population_stderr": 0.01, "population_samples": 100}
+    return json.dumps({**population, "theorem2": {**bound, "consistent": consistent}})
+
+
 @pytest.mark.parametrize(
     "analysis, needle",
     [
@@ -107,9 +114,11 @@ def test_depth_quick_writes_tables_and_figures(tmp_path: Path, capsys: pytest.Ca
         ('{"layers": []}', "no field theorem2"),
         ('{"theorem2": [1]}', "field theorem2 must be a JSON object"),
         ('{"theorem2": {"d": 4}}', "field theorem2.r"),
-        ('{"theorem2": {"d": true, "r": 1, "H": 2, "error": 0.3, "error_stderr": 0.01}}', "field theorem2.d"),
-        ('{"theorem2": {"d": 4, "r": 1, "H": 2, "error": NaN, "error_stderr": 0.01}}', "field theorem2.error"),
-        ('{"theorem2": {"d": 4, "r": 1, "H": 2, "error": "x", "error_stderr": 0.01}}', "field theorem2.error"),
+        (_analysis(d=True), "field theorem2.d"),
+        (_analysis(error=float("nan")), "field population_error"),
+        (_analysis(error="x"), "field population_error"),
+        (_analysis(consistent=False), "field theorem2.consistent must be True"),
+        ('{"theorem2": {"d": 4, "r": 1, "H": 2, "error": 0.3, "error_stderr": 0.01}}', "migrate_records.py"),
     ],
 )
 def test_a_damaged_analysis_is_one_line_naming_the_file_and_field(
@@ -127,6 +136,6 @@ def test_trained_draws_a_checked_record(tmp_path: Path, capsys: pytest.CaptureFi
     """Positive control for the cases above: a well-formed record is drawn."""
     run = tmp_path / "run"
     run.mkdir()
-    (run / "analysis.json").write_text('{"theorem2": {"d": 4, "r": 1, "H": 2, "error": 0.3, "error_stderr": 0.01}}')
+    (run / "analysis.json").write_text(_analysis())
     assert main(["figure", "trained", str(run), "--out", str(tmp_path / "f.png")]) == 0
     assert (tmp_path / "f.png").stat().st_size > 0

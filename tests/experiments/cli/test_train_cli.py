@@ -294,7 +294,7 @@ def test_analyze_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert status == 0
     report = json.loads(out)
     assert report["layers"][0]["heads"] == 2 and len(report["layers"][0]["per_head"]) == 2
-    assert report["theorem2"]["H"] == 2 and report["theorem2"]["n_samples"] == 2000
+    assert report["theorem2"]["H"] == 2 and report["population_samples"] == 2000
     assert (tmp_path / "analysis.json").exists()
     status, out, _ = run_cli(["analyze", str(tmp_path), "--samples", "200"], capsys)
     assert status == 0 and "angle_to_I_deg" in out and "bound_lower" in out
