@@ -33,11 +33,22 @@ from experiments.studies.tightness import tightness_band
 from experiments.sweeps.grading import Grade
 from experiments.sweeps.store import ResultsStore
 from experiments.sweeps.store_records import sweep_records
+from experiments.training.run_record import Evaluation, PopulationError, TheoremTwoBound
 from theory.bounds import rank_lower_bound
+from theory.monte_carlo import MonteCarloEstimate
 
 STORE = Path(__file__).resolve().parent.parent / "results" / "tightness-cpu" / "results.sqlite"
 LIVE = ((8, 1, 16), (8, 2, 16), (8, 2, 64))
 """(d, r, H) of the live constructions."""
+
+
+def _record(d: int, r: int, H: int, estimate: MonteCarloEstimate) -> dict[str, Any]:
+    """A finished least-squares construction's sweep record: its spec's (d, r, H) and its metric record's
+    evaluation (the fresh error as the population error, Theorem 2's bound record beside it)."""
+    population = PopulationError.of(estimate)
+    bound = TheoremTwoBound.certify(d, r, H, population, applies=True)
+    spec = {"status": "finished", "kind": "least-squares-heads", "d": d, "r": r, "H": H}
+    return {**spec, **Evaluation(population, bound).fields()}
 
 
 def _construction_record(d: int, r: int, H: int, seed: int) -> dict[str, Any]:
@@ -47,16 +58,7 @@ def _construction_record(d: int, r: int, H: int, seed: int) -> dict[str, Any]:
         Q, K, rng, temperatures=(0.0625, 1.0, math.inf), fit_samples=8192, validation_samples=4096, score_samples=8000
     )
     assert fitted.fresh is not None
-    return {
-        "status": "finished",
-        "kind": "least-squares-heads",
-        "d": d,
-        "r": r,
-        "H": H,
-        "error": fitted.fresh.mean,
-        "error_stderr": fitted.fresh.stderr,
-        "bound_lower": rank_lower_bound(d, r, H).lower,
-    }
+    return _record(d, r, H, fitted.fresh)
 
 
 @pytest.mark.claim("Theorem 2 tightness: every one-layer rank-r model found (trained, constructed) is above its bound")
@@ -76,7 +78,8 @@ def test_committed_store_and_live_constructions_lie_above_their_bounds(record_cl
             f"{verdict.numbers['smallest_ratio']:.2f} to {verdict.numbers['largest_ratio']:.2f}"
         )
     live_text = "; ".join(
-        f"d={r['d']} r={r['r']} H={r['H']}: {r['error']:.4f} +- {r['error_stderr']:.4f} vs >= {r['bound_lower']:.4f}"
+        f"d={r['d']} r={r['r']} H={r['H']}: {r['population_error']:.4f} +- {r['population_stderr']:.4f} "
+        f"vs >= {r['theorem2']['bound_lower']:.4f}"
         for r in live
     )
     record_claim(
@@ -93,20 +96,11 @@ def test_full_rank_head_presented_as_rank_one_is_caught(record_claim: Any) -> No
     d = 8
     identity = np.eye(d)[None]  # (1, d, d)
     estimate = fresh_error(identity, identity, np.ones(1), math.inf, 4000, np.random.default_rng(1))
-    record = {
-        "status": "finished",
-        "kind": "least-squares-heads",
-        "d": d,
-        "r": 1,
-        "H": 1,
-        "error": estimate.mean,
-        "error_stderr": estimate.stderr,
-        "bound_lower": rank_lower_bound(d, 1, 1).lower,
-    }
+    record = _record(d, 1, 1, estimate)
     verdict = tightness_band([record])
     record_claim(
         measured=f"full-rank head scored {estimate.mean:.3g} +- {estimate.stderr:.2g} (4000 fresh samples)",
-        reference=f"rank_lower_bound(8, 1, 1) = {record['bound_lower']:.4f} must be violated",
+        reference=f"rank_lower_bound(8, 1, 1) = {rank_lower_bound(d, 1, 1).lower:.4f} must be violated",
         grade=verdict.grade.value,
     )
     assert estimate.mean == 0.0
