@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.reporting.sweep_report import write_report
 from experiments.studies import PRESETS, run_sweep
 from experiments.studies.fig1 import fig1
@@ -39,7 +40,6 @@ from experiments.studies.fig_n import error_grows_with_n
 from experiments.studies.icl import higher_rank_better
 from experiments.studies.posn import concat_helps_deep_low_rank
 from experiments.sweeps.grading import Grade, Verdict
-from experiments.sweeps.runner import store_path
 from experiments.sweeps.store import ResultsStore
 from experiments.sweeps.store_records import sweep_records
 
@@ -47,7 +47,7 @@ from experiments.sweeps.store_records import sweep_records
 def _sweep(preset: str, out: Path) -> list[dict]:
     summary = run_sweep(preset, "quick", out, progress=False)
     assert summary["failed"] == 0, f"{preset}: {summary['failed']} runs failed"
-    with ResultsStore(store_path(out)) as store:
+    with ResultsStore(SweepDirectory(out).store) as store:
         return sweep_records(store, preset, "quick")
 
 

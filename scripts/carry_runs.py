@@ -23,6 +23,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.training.checkpoints import STATS_FIELDS, load_checkpoint
 from experiments.training.loop import check_epoch_rows
 from experiments.training.run_directory import RunDirectory
@@ -57,32 +58,32 @@ def _verified_copy(source: RunDirectory, target: RunDirectory) -> int:
     return step
 
 
-def unfinished_runs(runs_root: Path) -> list[RunDirectory]:
-    """The run directories under ``runs_root`` that have a checkpoint and no result."""
-    found = (RunDirectory(p) for p in sorted(runs_root.glob("*")) if p.is_dir())
-    return [files for files in found if files.checkpoint.is_file() and not files.result.exists()]
+def unfinished_runs(sweep: SweepDirectory) -> list[RunDirectory]:
+    """The run directories of ``sweep`` that have a checkpoint and no result."""
+    return [files for files in sweep.run_directories() if files.checkpoint.is_file() and not files.result.exists()]
 
 
 def save(sweep_dir: Path, dest: Path) -> list[str]:
     """Carry every unfinished run of ``sweep_dir`` into ``dest``; one line per run saved or dropped."""
-    if not (sweep_dir / "runs").is_dir():
-        raise ValueError(f"SWEEP_DIR: {sweep_dir} holds no runs/ folder")
-    runs = unfinished_runs(sweep_dir / "runs")
+    sweep = SweepDirectory(sweep_dir)
+    if not sweep.runs.is_dir():
+        raise ValueError(f"SWEEP_DIR: {sweep_dir} holds no {sweep.runs.name}/ folder")
+    runs = unfinished_runs(sweep)
     steps = {files.root.name: _verified_copy(files, RunDirectory(dest / files.root.name)) for files in runs}
     lines = [f"saved {name[:12]} at step {step}" for name, step in steps.items()]
     for old in sorted(p for p in dest.glob("*") if p.is_dir()) if dest.is_dir() else []:
-        if old.name not in steps and RunDirectory(sweep_dir / "runs" / old.name).result.is_file():
+        if old.name not in steps and sweep.run(old.name).result.is_file():
             shutil.rmtree(old)
             lines.append(f"dropped {old.name[:12]} (finished)")
     return lines
 
 
 def restore(dest: Path, sweep_dir: Path) -> list[str]:
-    """Copy every carried run of ``dest`` into ``sweep_dir/runs/``; one line per run."""
+    """Copy every carried run of ``dest`` into ``sweep_dir``'s runs folder; one line per run."""
     carried = [RunDirectory(p) for p in sorted(dest.glob("*")) if p.is_dir()] if dest.is_dir() else []
     if not carried:
         raise ValueError(f"DEST_DIR: {dest} holds no carried run")
-    targets = {files.root.name: RunDirectory(sweep_dir / "runs" / files.root.name) for files in carried}
+    targets = {files.root.name: SweepDirectory(sweep_dir).run(files.root.name) for files in carried}
     busy = [str(t.root) for t in targets.values() if t.checkpoint.exists() or t.config.exists()]
     if busy:
         raise ValueError(f"SWEEP_DIR: {busy[0]} already holds a started run; restore into a fresh sweep directory")

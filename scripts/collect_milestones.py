@@ -13,15 +13,17 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from experiments.analysis.milestones import MILESTONES_NAME, read_milestones, read_watcher_records, write_milestones
+from experiments.analysis.milestones import read_watcher_records, write_milestones
+from experiments.analysis.sweep_directory import SweepDirectory
 
 
 def collect(watcher_dir: Path, store_dir: Path) -> int:
     """Merge, write, and return how many rows the store's file holds now."""
     if not watcher_dir.is_dir():
         raise ValueError(f"WATCHER_DIR: {watcher_dir} is not a directory")
-    target = store_dir / MILESTONES_NAME
-    merged = read_milestones(target)
+    store = SweepDirectory(store_dir)
+    target = store.milestones
+    merged = store.read_milestones()
     for record in read_watcher_records(watcher_dir):
         key = (record.hash, record.step)
         if key in merged and merged[key] != record:

@@ -26,10 +26,10 @@ from pathlib import Path
 REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY))
 
+from experiments.analysis.sweep_directory import SweepDirectory  # noqa: E402
 from experiments.config import TrainConfig  # noqa: E402
 from experiments.studies import get_preset  # noqa: E402
 from experiments.sweeps.preflight import resolve_runs  # noqa: E402
-from experiments.sweeps.runner import RUNS_DIR  # noqa: E402
 
 DECIDING_RANKS = (64, 32, 8)
 """Figure 1's deciding ranks at d = 64: full, half and an eighth."""
@@ -87,7 +87,7 @@ def main(argv: list[str]) -> int:
     preset = os.environ.get("PRESET", "fig1")
     scale = os.environ.get("SCALE", "paper")
     configs = cells(int(layers), {int(s) for s in seeds.split()}, sets, preset, scale)
-    directories = [Path(sweep_dir) / RUNS_DIR / c.config_hash() for c in configs]
+    directories = [SweepDirectory(sweep_dir).run(c.config_hash()).root for c in configs]
     if action == "finished":
         for config, directory in zip(configs, directories, strict=True):
             if (directory / "result.json").is_file():

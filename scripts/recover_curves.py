@@ -27,9 +27,11 @@ from pathlib import Path
 
 import torch
 
-from experiments.analysis.run_curves import CURVES_NAME, load_curves_file, read_metrics_curve, write_curves_file
+from experiments.analysis.run_curves import read_metrics_curve, write_curves_file
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.config import TrainConfig
 from experiments.training.loop import train
+from experiments.training.run_directory import RunDirectory
 
 
 def _revision() -> str:
@@ -48,9 +50,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--limit", type=int, default=None, help="re-run at most this many runs (default all)")
     parser.add_argument("--tolerance", type=float, default=1e-4)
     args = parser.parse_args(argv)
-    database = args.store_dir / "results.sqlite"
+    store = SweepDirectory(args.store_dir)
+    database = store.store
     if not database.is_file():
-        print(f"store_dir: {args.store_dir} holds no results.sqlite", file=sys.stderr)
+        print(f"store_dir: {args.store_dir} holds no {database.name}", file=sys.stderr)
         return 2
     scratch = args.scratch or Path("/tmp/recover-curves") / args.store_dir.resolve().name
     connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
@@ -58,13 +61,9 @@ def main(argv: list[str]) -> int:
         "SELECT hash, spec, metrics FROM runs WHERE kind = 'train' AND status = 'finished' ORDER BY seconds"
     ).fetchall()
     connection.close()
-    path = args.store_dir / CURVES_NAME
-    curves, sources = load_curves_file(path)
-    missing = [
-        row
-        for row in rows
-        if row[0] not in curves and read_metrics_curve(args.store_dir / "runs" / row[0] / "metrics.csv")[0] is None
-    ]
+    path = store.curves
+    curves, sources = store.read_curves()
+    missing = [row for row in rows if row[0] not in curves and read_metrics_curve(store.run(row[0]).metrics)[0] is None]
     todo = missing[: args.limit]
     print(f"{len(rows)} finished train runs, {len(missing)} without a curve, re-running {len(todo)}", flush=True)
     torch.set_num_threads(1)
@@ -78,7 +77,7 @@ def main(argv: list[str]) -> int:
         result = train(config, scratch / key, progress=False)
         stored = float(json.loads(metrics)["best_loss"])
         relative = abs(result.best_loss - stored) / abs(stored) if stored else math.inf
-        curve, why = read_metrics_curve(scratch / key / "metrics.csv")
+        curve, why = read_metrics_curve(RunDirectory(scratch / key).metrics)
         verdict = "kept"
         if curve is None or not relative <= args.tolerance:
             verdict = f"not kept ({why or 'best loss beyond the tolerance'})"

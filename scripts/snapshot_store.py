@@ -9,8 +9,9 @@
   mode), in rollback-journal mode so that it is one self-contained file, its records upgraded to the one metric
   record (`experiments.sweeps.record_migration.migrate_store`: runs frozen at an older revision keep writing the
   older records into the live store, and the committed copy holds one schema);
-- ``curves.csv``: every run's curve so far, from ``SWEEP_DIR/runs/<hash>/metrics.csv``
-  (`experiments.analysis.run_curves.collect_curves`; unfinished runs included, so a report can show them);
+- ``curves.csv`` (and ``population.csv``): every run's curve so far, from its run directory's ``metrics.csv``
+  (`experiments.analysis.sweep_directory.SweepDirectory.collect_curves`; unfinished runs included, so a report can
+  show them);
 - ``report.md`` and its figures, written by ``attnrank report DEST_DIR`` from those two files alone.
 
 Nothing in ``SWEEP_DIR`` is written (the copy is upgraded, never the live store). Run it from the repository root so
@@ -23,7 +24,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from experiments.analysis.run_curves import collect_curves
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.reporting.sweep_report import write_report
 from experiments.studies import PRESETS
 from experiments.sweeps.record_migration import migrate_store
@@ -31,12 +32,13 @@ from experiments.sweeps.record_migration import migrate_store
 
 def snapshot(sweep_dir: Path, dest: Path) -> Path:
     """Copy the store and the curves of ``sweep_dir`` into ``dest`` and write its report there; the report's path."""
-    source = sweep_dir / "results.sqlite"
+    live, kept = SweepDirectory(sweep_dir), SweepDirectory(dest)
+    source = live.store
     if not source.is_file():
-        raise ValueError(f"SWEEP_DIR: {sweep_dir} holds no results.sqlite")
+        raise ValueError(f"SWEEP_DIR: {sweep_dir} holds no {source.name}")
     dest.mkdir(parents=True, exist_ok=True)
-    target = dest / "results.sqlite"
-    tmp = dest / "results.sqlite.tmp"
+    target = kept.store
+    tmp = target.with_name(f"{target.name}.tmp")
     tmp.unlink(missing_ok=True)
     reader = sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=60)
     writer = sqlite3.connect(tmp)
@@ -54,7 +56,7 @@ def snapshot(sweep_dir: Path, dest: Path) -> Path:
         tmp.unlink(missing_ok=True)  # the committed store stays as it was
         raise
     tmp.replace(target)
-    collect_curves(dest, sweep_dir / "runs", keys)
+    kept.collect_curves(keys, source=live)
     return write_report(dest, PRESETS)
 
 

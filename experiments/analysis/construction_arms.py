@@ -27,11 +27,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from experiments.analysis.records import Record, fresh_error
-from experiments.analysis.run_curves import CURVES_NAME, run_curve
+from experiments.analysis.sweep_directory import CURVES_NAME, SweepDirectory
 from experiments.config import TrainConfig
 from experiments.training.evaluation import evaluate_run
 from theory.bounds import full_rank_error
@@ -146,13 +145,13 @@ def arm_cell(record: Mapping[str, Any]) -> tuple[int, int, int, int]:
     return layers, rank, p, int(record["width"]) * (int(record["d"]) + p) // rank
 
 
-def construction_arms(records: Sequence[Record], runs_dir: Path, target: float) -> list[Arm]:
+def construction_arms(records: Sequence[Record], sweep: SweepDirectory, target: float) -> list[Arm]:
     """Every arm of the records: the cells that have a construction-initialised run, each starting point separately.
 
     Args:
         records: sweep records (spec fields merged with metrics; ``hash``, ``status``, ``init`` among them).
-        runs_dir: the sweep's run directories (``<out>/runs``; ``<hash>/metrics.csv``, else ``<out>/curves.csv``, gives
-            the steps to target).
+        sweep: the sweep directory (each run's metrics.csv, else the store's curves.csv, gives the steps to target:
+            `SweepDirectory.run_curve`).
         target: the fixed error whose steps are counted (`experiments.studies.depth.DEPTH_ARM_TARGET`).
 
     Returns:
@@ -172,7 +171,7 @@ def construction_arms(records: Sequence[Record], runs_dir: Path, target: float) 
         runs = []
         for r, config in sorted(zip(members, configs, strict=True), key=lambda pair: pair[1].seed):
             start, start_se = start_error(config)
-            curve, note, source = run_curve(runs_dir, str(r["hash"]))
+            curve, note, source = sweep.run_curve(str(r["hash"]))
             if source.startswith("re-run"):
                 note = f"curves recovered by re-running the runs ({CURVES_NAME}: {source.split(':')[0]})"
             reached: int | None = -1 if curve is None else steps_to_target(curve, target)

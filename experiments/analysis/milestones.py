@@ -3,7 +3,7 @@
 A run records its population error on 20,000 held-out samples once, when it ends (``result.json``); the 100k-step
 replay runs (issue 47) are also evaluated at 20k, 40k, 60k and 80k from their checkpoints as they pass those steps
 (`scripts/milestone_evaluations.py`, one JSON record per run and step). The store keeps them as ``milestones.csv``
-beside ``curves.csv``, one row per (run, step):
+beside ``curves.csv`` (`experiments.analysis.sweep_directory.SweepDirectory.milestones`), one row per (run, step):
 
     hash, step, population_error, population_stderr, population_samples, best_loss, last_epoch_loss, evaluated_by
 
@@ -25,7 +25,6 @@ from typing import Any
 
 from experiments.json_files import atomic_write_bytes
 
-MILESTONES_NAME = "milestones.csv"
 FIELDS = (
     "hash",
     "step",

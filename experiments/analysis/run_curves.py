@@ -1,18 +1,19 @@
-"""Training curves that travel with a committed store: ``<out>/curves.csv`` beside ``<out>/results.sqlite``.
+"""The format of the training curves that travel with a committed store (``curves.csv`` beside its results store).
 
 A run's curve is the (step, epoch-mean training loss) rows of its ``runs/<hash>/metrics.csv``. Run directories hold
 checkpoints and are never committed, so a report that reads curves (steps to a target error, a last-quarter gain, a
 fitted law per curve) would not regenerate from a fresh clone. The sweep therefore copies every finished run's curve
 into one small file, ``curves.csv`` (columns ``hash, step, loss, source``; sorted by hash and step, losses written as
 Python's shortest round-trip repr, so the file is deterministic and exact), and readers fall back to it when the run
-directory is absent (:func:`run_curve`).
+directory is absent (`experiments.analysis.sweep_directory.SweepDirectory`, which owns the files' names and
+places, reads and collects them with the functions here).
 
 ``source`` says where a curve came from: ``run`` (the run's own metrics.csv) or ``re-run <revision>: ...`` for curves
 recovered by training a run again after its directory was lost (`scripts/recover_curves.py`; the text records how far
 the re-run's best loss lies from the stored one). Reports say when they read re-run curves.
 
 The population curve of a run (the ``population`` column of its metrics.csv: the error on held-out samples at the
-epochs where it was measured, issue 38) travels the same way in ``<out>/population.csv`` (columns ``hash, step,
+epochs where it was measured, issue 38) travels the same way in ``population.csv`` (columns ``hash, step,
 population, source``); every function here takes ``column="population"`` for it.
 
 The file is read as untrusted input: a malformed line raises ValueError naming the file, the line and the field.
@@ -23,27 +24,28 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from experiments.json_files import write_text_atomically
-from experiments.training.run_directory import METRICS_HEADER, RunDirectory, read_metrics_file
+from experiments.training.run_directory import METRICS_HEADER, read_metrics_file
 
-CURVES_NAME = "curves.csv"
-FIELDS = ("hash", "step", "loss", "source")
-POPULATION_NAME = "population.csv"
-"""The population curves beside curves.csv (module docstring)."""
-CURVE_FILES = {"loss": CURVES_NAME, "population": POPULATION_NAME}
-"""metrics.csv column -> the committed file that carries it."""
+CURVE_COLUMNS = ("loss", "population")
+"""The metrics.csv columns whose curves travel with a store, each in a file of its own (module docstring)."""
 RUN_SOURCE = "run"
 
 Curve = list[tuple[int, float]]
 
 
+def check_column(column: str) -> str:
+    """``column`` when it is one of `CURVE_COLUMNS` (ValueError naming it otherwise)."""
+    if column not in CURVE_COLUMNS:
+        raise ValueError(f"column must be one of {', '.join(CURVE_COLUMNS)}, got {column!r}")
+    return column
+
+
 def _fields(column: str) -> tuple[str, ...]:
-    if column not in CURVE_FILES:
-        raise ValueError(f"column must be one of {', '.join(CURVE_FILES)}, got {column!r}")
-    return ("hash", "step", column, "source")
+    return ("hash", "step", check_column(column), "source")
 
 
 def read_metrics_curve(metrics_csv: Path, column: str = "loss") -> tuple[Curve | None, str]:
@@ -138,34 +140,3 @@ def write_curves_file(
             writer.writerow([key, step, repr(float(loss)) if math.isfinite(loss) else str(loss), sources[key]])
     write_text_atomically(path, text.getvalue())  # a temporary of its own per writer, renamed into place
     return path
-
-
-def collect_curves(out: Path, runs_dir: Path, keys: Iterable[str]) -> Path | None:
-    """Copy the curve of every run of ``keys`` whose run directory has one into ``out/curves.csv``, and its population
-    curve, where measured, into ``out/population.csv`` (keeping the entries already there for runs whose directory is
-    gone); the path of curves.csv, or None when there is no curve at all."""
-    keys = list(keys)
-    written: dict[str, Path | None] = {}
-    for column, name in CURVE_FILES.items():
-        path = out / name
-        curves, sources = load_curves_file(path, column)
-        for key in keys:
-            curve, _ = read_metrics_curve(RunDirectory(runs_dir / key).metrics, column)
-            if curve is not None:
-                curves[key], sources[key] = curve, RUN_SOURCE
-        written[column] = write_curves_file(path, curves, sources, column) if curves else None
-    return written["loss"]
-
-
-def run_curve(runs_dir: Path, key: str, column: str = "loss") -> tuple[Curve | None, str, str]:
-    """A run's curve of ``column``: from ``runs_dir/<key>/metrics.csv`` when present, else from ``runs_dir``'s sibling
-    ``curves.csv`` (``population.csv``). Returns (curve or None, why not, source); source is ``run`` or the curves
-    file's recorded one."""
-    curve, why = read_metrics_curve(RunDirectory(runs_dir / key).metrics, column)
-    if curve is not None:
-        return curve, "", RUN_SOURCE
-    name = CURVE_FILES[column]
-    curves, sources = load_curves_file(runs_dir.parent / name, column)
-    if key in curves:
-        return curves[key], "", sources[key]
-    return None, f"{why}; no curve in {name}", ""

@@ -52,7 +52,8 @@ from typing import Any
 
 from experiments.analysis.compute_scaling import PowerLawFit, floor_text
 from experiments.analysis.records import Record
-from experiments.analysis.run_curves import Curve, run_curve
+from experiments.analysis.run_curves import Curve
+from experiments.analysis.sweep_directory import STORE_NAME, SweepDirectory
 from experiments.analysis.tightness import tightness_cells
 from experiments.config import EXECUTION_FIELDS, TrainConfig
 from experiments.figures.sweeps import parameter_line
@@ -62,7 +63,6 @@ from experiments.reporting.sweep_report import checked_sweeps
 from experiments.studies import CLAIMS, PRESETS, SCALING_RULES, judge
 from experiments.sweeps.grading import Verdict, matches, scaling_rule_at_budget
 from experiments.sweeps.run_specs import spec_from_record
-from experiments.sweeps.runner import RUNS_DIR
 from experiments.sweeps.scaling_verdicts import scaling_verdict
 from experiments.sweeps.store import ResultsStore
 from experiments.sweeps.store_records import sweep_records
@@ -73,7 +73,6 @@ END_PREFIX = "<!-- END GENERATED: "
 MARKER_SUFFIX = " -->"
 _MARKER = re.compile(r"^<!-- (BEGIN|END) GENERATED: ([A-Za-z0-9_.:-]+) -->$")
 
-STORE_FILE = "results.sqlite"
 LONG_SCALE = "long"
 GPU_CALLS = "results/gpu-2026-12-04"
 """The folder of the first GPU calls: its ``*.tgz`` archives hold each run's ``metrics.csv`` and ``config.json``."""
@@ -144,9 +143,9 @@ def _numbers_text(numbers: Mapping[str, float]) -> str:
 
 
 def _store_path(root: Path, store: str) -> Path:
-    path = root / "results" / store / STORE_FILE
+    path = root / "results" / store / STORE_NAME
     if not path.is_file():
-        raise ValueError(f"results/{store}/{STORE_FILE}: no such store")
+        raise ValueError(f"results/{store}/{STORE_NAME}: no such store")
     return path
 
 
@@ -174,7 +173,7 @@ def _claim_line(preset: str, scale: str, records: Sequence[Record]) -> str | Non
 def store_facts(root: Path, store: str) -> list[str]:
     """``store-facts:STORE``: what ``results/STORE/results.sqlite`` records about its runs (module docstring)."""
     lines = [
-        f"Generated from `{STORE_FILE}` by `attnrank report --docs` ([report.md](report.md) has every number):",
+        f"Generated from `{STORE_NAME}` by `attnrank report --docs` ([report.md](report.md) has every number):",
         "",
     ]
     for preset, scale, records in _sweeps(root, store):
@@ -308,7 +307,7 @@ def best_losses(root: Path, store: str, pivot: str | None = None) -> list[str]:
         )
         head = [*keys, *(f"{pivot} = {_shown(v)}" for v in columns)] if pivot is not None else [*keys, "best loss"]
         lines += [
-            f"Best loss of every run of {preset} ({scale}), {seed_text} (generated from `{STORE_FILE}` by "
+            f"Best loss of every run of {preset} ({scale}), {seed_text} (generated from `{STORE_NAME}` by "
             "`attnrank report --docs`):",
             "",
             "| " + " | ".join(head) + " |",
@@ -434,7 +433,7 @@ def tightness(root: Path, store: str = "tightness-cpu") -> list[str]:
     records = [r for preset, _, rs in _sweeps(root, store) if preset == "tightness" for r in rs]
     cells = [c for c in tightness_cells(records) if c.best_found is not None]
     lines = [
-        f"Generated from `results/{store}/{STORE_FILE}` by `attnrank report --docs`; each entry is H: best found vs "
+        f"Generated from `results/{store}/{STORE_NAME}` by `attnrank report --docs`; each entry is H: best found vs "
         "certified bound.",
         "",
         "| d | r | smallest H | tightest H | largest H | best found / bound, smallest -> largest H | tightest |",
@@ -644,14 +643,14 @@ steps along the same schedule) with the control's cell, compared at the same ste
 def _regime_cells(root: Path, store: str) -> list[tuple[tuple[str, ...], Record, Curve | None, Curve | None]]:
     """(cell key, record, loss curve, population curve) of every training run of a committed store; the cell key is
     every field that tells two runs apart except the seeds, the data regime and the budget."""
-    runs_dir = root / "results" / store / RUNS_DIR
+    sweep = SweepDirectory(root / "results" / store)
     out = []
     for _, _, records in _sweeps(root, store):
         for record, config in _cell_configs(records):
             fields = sorted(k for k in config if k not in NOT_A_CELL_FIELD | REGIME_FIELDS | BUDGET_FIELDS)
             key = tuple(f"{k}={_shown(config[k])}" for k in fields)
-            loss, _, _ = run_curve(runs_dir, str(record["hash"]))
-            population, _, _ = run_curve(runs_dir, str(record["hash"]), "population")
+            loss, _, _ = sweep.run_curve(str(record["hash"]))
+            population, _, _ = sweep.run_curve(str(record["hash"]), "population")
             out.append((key, record, loss, population))
     return out
 
@@ -678,7 +677,7 @@ def regime_control(root: Path, store: str, control: str) -> list[str]:
         controls.setdefault(key, []).append((int(record["seed"]), loss, record.get("best_loss")))
     lines = [
         f"Generated from `results/{store}/` and the control `results/{control}/` (`curves.csv`, `population.csv`, "
-        f"`{STORE_FILE}`) by `attnrank report --docs`; each run is compared at its last population measurement, step "
+        f"`{STORE_NAME}`) by `attnrank report --docs`; each run is compared at its last population measurement, step "
         f"P (population error on the first {CURVE_SAMPLES:,} held-out samples, as the run measured it along its curve; "
         'the control\'s epoch loss on fresh batches estimates its own; "ends at S" where a control run stopped before '
         "P).",

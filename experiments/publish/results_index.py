@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from experiments.analysis.sweep_directory import STORE_NAME
 from experiments.reporting.scaling_report import claim_records
 from experiments.reporting.sweep_report import checked_sweeps
 from experiments.studies import CLAIMS, PRESETS, SCALING_RULES, judge
@@ -34,7 +35,6 @@ from experiments.sweeps.scaling_verdicts import scaling_verdict
 from experiments.sweeps.store import ResultsStore
 from experiments.sweeps.store_records import sweep_records
 
-STORE_NAME = "results.sqlite"
 README_NAME = "README.md"
 BEGIN = "<!-- BEGIN GENERATED RESULTS INDEX: written by `attnrank report --index`; edit outside the markers -->"
 END = "<!-- END GENERATED RESULTS INDEX -->"

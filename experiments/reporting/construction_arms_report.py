@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from experiments.analysis.records import Record
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.sweeps.preset_kit import Preset, ReportSection
-from experiments.sweeps.runner import RUNS_DIR
 from theory.monte_carlo import DEFAULT_Z
 
 
@@ -28,17 +28,17 @@ def construction_arms_section(target: float) -> ReportSection:
     """The arms table as a report section (after the claim) for the steps to ``target``."""
 
     def render(preset: Preset, records: Sequence[Record], out: Path, scale: str) -> tuple[list[str], list[Path]]:
-        return construction_arms_lines(records, out / RUNS_DIR, target), []
+        return construction_arms_lines(records, SweepDirectory(out), target), []
 
     return ReportSection("construction-arms", render, place="after-claim")
 
 
-def construction_arms_lines(records: Sequence[Record], runs_dir: Path, target: float) -> list[str]:
+def construction_arms_lines(records: Sequence[Record], sweep: SweepDirectory, target: float) -> list[str]:
     """Markdown lines of the arms table (empty when no run starts from a construction).
 
     Args:
         records: the sweep's records (spec fields merged with metrics).
-        runs_dir: ``<out>/runs`` (each run's metrics.csv gives its steps to the target; absent directories are said).
+        sweep: the sweep directory (each run's metrics.csv gives its steps to the target; absent directories are said).
         target: the fixed error whose steps are counted.
 
     Returns:
@@ -50,7 +50,7 @@ def construction_arms_lines(records: Sequence[Record], runs_dir: Path, target: f
     # torch-free, as `attnrank sweep`'s driver does (docs/architecture.md, "Imports at the top of the module").
     from experiments.analysis.construction_arms import construction_arms
 
-    arms = construction_arms(records, runs_dir, target)
+    arms = construction_arms(records, sweep, target)
     lines = [
         "### Constructions as starting points",
         "",

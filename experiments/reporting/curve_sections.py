@@ -16,7 +16,8 @@ from typing import Any
 from experiments.analysis.compute_scaling import SCALING_INTERVAL, floor_text
 from experiments.analysis.curve_projection import project_curve
 from experiments.analysis.records import Record
-from experiments.analysis.run_curves import CURVES_NAME, Curve, run_curve
+from experiments.analysis.run_curves import Curve
+from experiments.analysis.sweep_directory import CURVES_NAME, SweepDirectory
 from experiments.config import TrainConfig
 from experiments.figures.run_curves import (
     DrawnCurve,
@@ -26,7 +27,6 @@ from experiments.figures.run_curves import (
     plot_training_vs_population,
 )
 from experiments.sweeps.preset_kit import Preset, ReportSection
-from experiments.sweeps.runner import RUNS_DIR
 
 _FIELDS = {f.name for f in dataclasses.fields(TrainConfig)}
 
@@ -55,7 +55,7 @@ def _train_runs(records: Sequence[Record]) -> list[Record]:
 def _curves(records: Sequence[Record], out: Path) -> tuple[dict[str, Curve], set[str]]:
     curves, recovered = {}, set()
     for r in records:
-        curve, _, source = run_curve(out / RUNS_DIR, str(r["hash"]))
+        curve, _, source = SweepDirectory(out).run_curve(str(r["hash"]))
         if curve:
             curves[str(r["hash"])] = curve
             if source.startswith("re-run"):
@@ -206,9 +206,10 @@ def population_section(
         "|---|---|---|---|---|---|---|",
     ]
     drawn: list[TrainingAndPopulation] = []
+    sweep = SweepDirectory(out)
     for r in runs:
-        curve, _, _ = run_curve(out / RUNS_DIR, str(r["hash"]))
-        population, _, _ = run_curve(out / RUNS_DIR, str(r["hash"]), "population")
+        curve, _, _ = sweep.run_curve(str(r["hash"]))
+        population, _, _ = sweep.run_curve(str(r["hash"]), "population")
         K = int(r.get("train_batches") or 0)
         data = f"{K} batches replayed" if K else "fresh batches"
         if curve is None:

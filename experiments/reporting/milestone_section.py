@@ -23,13 +23,13 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from experiments.analysis.milestones import MILESTONES_NAME, Milestone, read_milestones
+from experiments.analysis.milestones import Milestone
 from experiments.analysis.records import Record
-from experiments.analysis.run_curves import Curve, run_curve
+from experiments.analysis.run_curves import Curve
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.config import TrainConfig
 from experiments.sweeps.grading import range_text
 from experiments.sweeps.preset_kit import Preset, ReportSection
-from experiments.sweeps.runner import RUNS_DIR
 
 FIFTHS = 5
 """Milestones at every fifth of the schedule (20k, 40k, 60k, 80k, 100k of 100k: issue 47's steps)."""
@@ -60,7 +60,7 @@ def lineages(records: Sequence[Record], out: Path) -> list[Lineage]:
             groups.setdefault(_lineage_key(r), []).append(r)
     found = []
     for members in groups.values():
-        curves = [c for c in (run_curve(out / RUNS_DIR, str(r["hash"]))[0] for r in members) if c]
+        curves = [c for c in (SweepDirectory(out).run_curve(str(r["hash"]))[0] for r in members) if c]
         if not curves:
             continue
         first = members[0]
@@ -110,7 +110,7 @@ def milestone_section(preset: Preset, records: Sequence[Record], out: Path, scal
     found = lineages(records, out)
     if not found:
         return [], []
-    milestones = read_milestones(out / MILESTONES_NAME)
+    milestones = SweepDirectory(out).read_milestones()
     lines = [
         "### The paper's statistic at each fifth of the schedule",
         "",

@@ -27,9 +27,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.config import TrainConfig
 from experiments.json_files import read_json_object, write_text_atomically
-from experiments.sweeps.runner import store_path
 from experiments.training.run_directory import RunDirectory
 from experiments.training.run_record import POPULATION_KEYS, Evaluation
 
@@ -41,7 +41,8 @@ _SUMMARY_FIELDS = ("angle_to_I_deg", "angle_to_minus_I_deg", "effective_rank", "
 def is_run_directory(out: Path | str) -> bool:
     """Whether ``out`` is a run directory (config.json) rather than a sweep directory (results.sqlite)."""
     out = Path(out)
-    return os.path.lexists(RunDirectory(out).config) and not store_path(out).exists()  # a FIFO there is refused
+    store = SweepDirectory(out).store
+    return os.path.lexists(RunDirectory(out).config) and not store.exists()  # a FIFO there is refused
 
 
 def _read_json(path: Path) -> Any:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.analysis.records import Record
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.figures.sweeps import parameter_line, regime_line
 from experiments.json_files import write_text_atomically
 from experiments.reporting.scaling_report import claim_records, scaling_section
@@ -39,11 +40,8 @@ from experiments.sweeps.grading import (
     value_text,
 )
 from experiments.sweeps.preset_kit import LONG, Preset
-from experiments.sweeps.runner import store_path
 from experiments.sweeps.store import ResultsStore
 from experiments.sweeps.store_records import sweep_records
-
-CSV_NAME = "runs.csv"
 
 
 def population_text(record: Record) -> str:
@@ -231,7 +229,7 @@ def sweep_section(
 
 
 def _open_store(out: Path) -> ResultsStore:
-    path = store_path(out)
+    path = SweepDirectory(out).store
     if not path.is_file():
         raise ValueError(f"{out} holds no results store ({path.name}); run `attnrank sweep PRESET --out {out}` first")
     return ResultsStore(path, readonly=True)
@@ -268,7 +266,7 @@ def write_report(out: Path | str, presets: Mapping[str, Preset]) -> Path:
             callers pass it down).
     """
     out = Path(out)
-    lines = ["# attnrank sweep report", "", f"Store: `{store_path(out)}` (read only).", ""]
+    lines = ["# attnrank sweep report", "", f"Store: `{SweepDirectory(out).store}` (read only).", ""]
     figures: list[Path] = []
     with _open_store(out) as store:
         sweeps = checked_sweeps(store, presets)
@@ -286,7 +284,7 @@ def write_report(out: Path | str, presets: Mapping[str, Preset]) -> Path:
     if figures:
         lines += ["Figures: " + ", ".join(f"[{p.name}]({p.name})" for p in figures) + ".", ""]
     lines += body
-    report = out / "report.md"
+    report = SweepDirectory(out).report
     write_text_atomically(report, "\n".join(lines) + "\n")
     return report
 
@@ -332,7 +330,7 @@ def write_csv(out: Path | str) -> Path:
     out = Path(out)
     with _open_store(out) as store:
         rows = tidy_rows(store)
-    path = out / CSV_NAME
+    path = SweepDirectory(out).runs_csv
     text = io.StringIO(newline="")
     writer = csv.DictWriter(text, fieldnames=_columns(rows), restval="")
     writer.writeheader()

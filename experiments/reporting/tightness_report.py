@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from experiments.analysis.records import Record
-from experiments.analysis.run_curves import CURVES_NAME, run_curve
+from experiments.analysis.sweep_directory import CURVES_NAME, SweepDirectory
 from experiments.analysis.tightness import (
     Curve,
     TightnessCell,
@@ -24,7 +24,6 @@ from experiments.analysis.tightness import (
 )
 from experiments.figures.tightness import plot_tightness_dimension
 from experiments.sweeps.preset_kit import Preset, ReportSection
-from experiments.sweeps.runner import RUNS_DIR
 from theory.monte_carlo import DEFAULT_Z
 
 TARGET_ERRORS = (0.25, 0.2, 0.17, 0.15)
@@ -46,7 +45,7 @@ def _curves(records: Sequence[Record], out: Path) -> tuple[dict[str, Curve], set
     for record in records:
         key = record.get("hash")
         if record.get("kind") == "train" and isinstance(key, str):
-            curve, _, source = run_curve(out / RUNS_DIR, key)
+            curve, _, source = SweepDirectory(out).run_curve(key)
             if curve:
                 curves[key] = curve
                 if source.startswith("re-run"):

@@ -5,7 +5,8 @@ epoch-mean training loss per step) and, where a run measured it, ``population.cs
 `experiments.analysis.run_curves`). These readers give a notebook or a script those files as plain Python objects
 without knowing the file names or the SQL: the store is opened read only (nothing in a committed store can change by
 being read), and every file is checked as untrusted input by the readers the reports use (`ResultsStore`,
-`load_curves_file`), which name the file and the field of anything malformed.
+`experiments.sweeps.store_file`'s and `experiments.analysis.run_curves`'), which name the file and the field of anything
+malformed. The files' names and places are `experiments.analysis.sweep_directory.SweepDirectory`'s.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
-from experiments.analysis.run_curves import CURVE_FILES, Curve, load_curves_file
-from experiments.sweeps.runner import STORE_NAME
+from experiments.analysis.run_curves import CURVE_COLUMNS, Curve
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.sweeps.store import ResultsStore, RunRow
 from theory.validation import check_choice, check_existing_dir
 
@@ -33,10 +34,9 @@ def read_store(directory: str | Path) -> list[RunRow]:
         FileNotFoundError / NotADirectoryError naming ``directory`` when it is not a store directory; StoreError (a
         ValueError) naming the file when the store is damaged.
     """
-    root = check_existing_dir("directory", directory)
-    path = root / STORE_NAME
+    path = SweepDirectory(check_existing_dir("directory", directory)).store
     if not path.is_file():
-        raise FileNotFoundError(errno.ENOENT, f"directory holds no results store ({STORE_NAME})", str(path))
+        raise FileNotFoundError(errno.ENOENT, f"directory holds no results store ({path.name})", str(path))
     with ResultsStore(path, readonly=True) as store:
         return store.rows()
 
@@ -54,11 +54,9 @@ def read_curves(directory: str | Path, column: str = "loss") -> dict[str, Curve]
         FileNotFoundError / NotADirectoryError naming ``directory`` when it is not a directory or holds no such file;
         ValueError naming ``column`` outside the two, or the file, line and field of a malformed file.
     """
-    root = check_existing_dir("directory", directory)
-    column = check_choice("column", column, tuple(CURVE_FILES))
-    name = CURVE_FILES[column]
-    path = root / name
+    sweep = SweepDirectory(check_existing_dir("directory", directory))
+    path = sweep.curve_file(check_choice("column", column, CURVE_COLUMNS))
     if not path.is_file():
-        raise FileNotFoundError(errno.ENOENT, f"directory holds no {name} (no {column} curves)", str(path))
-    curves, _sources = load_curves_file(path, column)
+        raise FileNotFoundError(errno.ENOENT, f"directory holds no {path.name} (no {column} curves)", str(path))
+    curves, _sources = sweep.read_curves(column)
     return curves

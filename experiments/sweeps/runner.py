@@ -1,9 +1,8 @@
 """Sweep orchestration: resolve a preset's runs, skip finished ones, execute the rest, store each result durably.
 
-Layout of a sweep directory ``out``:
-
-- ``out/results.sqlite``: the results store (`experiments.sweeps.store`);
-- ``out/runs/<hash>/``: one directory per run (train()'s config.json, metrics.csv, checkpoint.pt, result.json).
+A sweep directory ``out`` (its layout: `experiments.analysis.sweep_directory.SweepDirectory`) holds the results store
+(`experiments.sweeps.store`), one run directory per run in its runs folder (train()'s config.json, metrics.csv,
+checkpoint.pt, result.json) and the curves copied from them.
 
 Re-running a sweep skips runs whose row is finished or diverged and re-submits the others; a training run resumes
 from its checkpoint (train() does that on its own directory), so a sweep killed at any moment loses at most the
@@ -23,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from experiments.analysis.run_curves import collect_curves
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.json_files import read_json_object
 from experiments.packing import PACK_VARYING_FIELDS, SEED_FIELDS
 from experiments.sweeps.backends import run_tasks
@@ -37,14 +36,6 @@ from experiments.sweeps.work import RunTask
 from experiments.training.progress import Progress
 from experiments.training.run_directory import RunDirectory
 from experiments.training.run_record import Evaluation
-
-STORE_NAME = "results.sqlite"
-RUNS_DIR = "runs"
-
-
-def store_path(out: Path | str) -> Path:
-    """``<out>/results.sqlite``."""
-    return Path(out) / STORE_NAME
 
 
 def _entries(specs: list[RunSpec]) -> list[tuple[str, str, dict[str, Any]]]:
@@ -72,7 +63,7 @@ def _evaluation_beside(files: RunDirectory) -> dict[str, Any] | None:
 def _open_for(preset: str, scale: str, out: Path) -> ResultsStore:
     """The sweep's store; a refusal names this sweep's own rebuild command."""
     try:
-        return ResultsStore(store_path(out))
+        return ResultsStore(SweepDirectory(out).store)
     except StoreError as exc:
         message = str(exc).replace("PRESET --scale SCALE", f"{preset} --scale {scale}")
         raise StoreError(message, damaged=exc.damaged) from exc
@@ -107,7 +98,8 @@ def rebuild_store(
 def _rebuild(preset: str, scale: str, out: Path, specs: tuple[RunSpec, ...]) -> dict[str, Any]:
     """`rebuild_store` of already resolved specs (a checked sweep request's)."""
     entries = _entries(list(specs))
-    path = store_path(out)
+    sweep = SweepDirectory(out)
+    path = sweep.store
     moved: Path | None = None
     if path.exists():
         try:
@@ -127,7 +119,7 @@ def _rebuild(preset: str, scale: str, out: Path, specs: tuple[RunSpec, ...]) -> 
         store.register(preset, scale, entries)
         done = store.done_keys()
         for key, kind, _ in entries:
-            files = RunDirectory(out / RUNS_DIR / key)
+            files = sweep.run(key)
             if key in done or not os.path.lexists(files.result):
                 continue
             try:
@@ -224,12 +216,13 @@ def execute_sweep(request: SweepRequest) -> dict[str, Any]:
     started = time.perf_counter()
     counts = {"finished": 0, "diverged": 0, "failed": 0}
     rebuilt = _rebuild(preset, scale, out, request.specs) if request.rebuild else None
+    sweep = SweepDirectory(out)
     with _open_for(preset, scale, out) as store:
         entries = _entries(list(request.selected))
         store.register(preset, scale, entries)
         done = store.done_keys()
-        tasks = [RunTask(key, kind, spec, str(out / RUNS_DIR / key)) for key, kind, spec in entries if key not in done]
-        extended = seed_extensions(tasks, out / RUNS_DIR)  # a longer run of a finished one goes on from its checkpoint
+        tasks = [RunTask(key, kind, spec, str(sweep.run(key).root)) for key, kind, spec in entries if key not in done]
+        extended = seed_extensions(tasks, sweep.runs)  # a longer run of a finished one goes on from its checkpoint
         bar = Progress(
             len(entries),
             initial=len(entries) - len(tasks),
@@ -254,8 +247,8 @@ def execute_sweep(request: SweepRequest) -> dict[str, Any]:
                     counts["failed"] += 1
                     bar.write(f"run {outcome.key[:12]} failed: {(outcome.error or '').splitlines()[0]}")
                 bar.update(1)
-        # Every curve at hand, finished or not, into <out>/curves.csv: what a report needs once runs/ is gone.
-        collect_curves(out, out / RUNS_DIR, [row.hash for row in store.rows() if row.kind == "train"])
+        # Every curve at hand, finished or not, into curves.csv: what a report needs once the run directories are gone.
+        sweep.collect_curves([row.hash for row in store.rows() if row.kind == "train"])
         seconds = time.perf_counter() - started
     executed = len(tasks)
     extra = {} if rebuilt is None else {key: rebuilt[key] for key in ("restored", "moved_aside", "damaged")}
@@ -268,6 +261,6 @@ def execute_sweep(request: SweepRequest) -> dict[str, Any]:
         **counts,
         "seconds": seconds,
         "runs_per_second": executed / seconds if seconds > 0 else float("nan"),
-        "store": str(store_path(out)),
+        "store": str(sweep.store),
         **extra,
     }

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from experiments.analysis.run_curves import collect_curves, load_curves_file, write_curves_file
+from experiments.analysis.run_curves import load_curves_file, write_curves_file
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.json_files import read_json_object
 from experiments.studies import get_preset
-from experiments.sweeps.runner import RUNS_DIR, store_path
 from experiments.sweeps.store import ResultsStore
 from experiments.training.loop import train
 from tests.experiments.cli.cli_fuzz import invoke, refusal_problems
@@ -168,7 +168,7 @@ RESULT_DAMAGE: dict[str, Callable[[dict[str, Any]], Any]] = {
 def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A sweep directory holding the finished first smoke run (no store)."""
     out = tmp_path_factory.mktemp("sweep")
-    train(SMOKE, out / RUNS_DIR / SMOKE.config_hash(), progress=False)
+    train(SMOKE, SweepDirectory(out).run(SMOKE.config_hash()).root, progress=False)
     return out
 
 
@@ -180,7 +180,7 @@ def test_rebuild_store_names_and_skips_a_damaged_result(
     file), so nothing of it is published."""
     out = tmp_path / "sweep"
     shutil.copytree(smoke_run, out)
-    path = out / RUNS_DIR / SMOKE.config_hash() / "result.json"
+    path = SweepDirectory(out).run(SMOKE.config_hash()).result
     changed = RESULT_DAMAGE[damage](json.loads(path.read_text()))
     path.write_text(deep_json("[") if changed is None else json.dumps(changed))
     argv = ["sweep", "smoke", "--scale", "quick", "--out", str(out), *SELECT, "--rebuild-store", "--workers", "1"]
@@ -189,7 +189,7 @@ def test_rebuild_store_names_and_skips_a_damaged_result(
     warnings = [line for line in outcome.err.splitlines() if "not restored" in line]
     assert len(warnings) == 1 and str(path) in warnings[0], outcome.err
     assert "Traceback" not in outcome.err
-    with ResultsStore(store_path(out), readonly=True) as store:
+    with ResultsStore(SweepDirectory(out).store, readonly=True) as store:
         (row,) = [r for r in store.rows() if r.hash == SMOKE.config_hash()]
     assert row.status == "failed" and row.metrics is None and str(path) in (row.error or "")
 
@@ -214,7 +214,7 @@ def test_a_deeply_nested_store_field_is_refused_by_report(
     shutil.copytree(smoke_run, out)
     argv = ["sweep", "smoke", "--scale", "quick", "--out", str(out), *SELECT, "--rebuild-store", "--workers", "1"]
     assert invoke([*argv, "--no-progress"], capsys).status == 0
-    with sqlite3.connect(store_path(out)) as connection:
+    with sqlite3.connect(SweepDirectory(out).store) as connection:
         connection.execute("UPDATE runs SET metrics = ?", (deep_json("["),))
     connection.close()
     before = snapshot(tmp_path)
@@ -239,13 +239,13 @@ def test_a_damaged_run_never_replaces_a_committed_curve(smoke_run: Path, tmp_pat
     out = tmp_path / "sweep"
     shutil.copytree(smoke_run, out)
     key = SMOKE.config_hash()
-    metrics = out / RUNS_DIR / key / "metrics.csv"
+    metrics = SweepDirectory(out).run(key).metrics
     lines = metrics.read_text().splitlines()
     good = [(int(line.split(",")[0]), float(line.split(",")[1])) for line in lines[1:]]
-    write_curves_file(out / "curves.csv", {key: good}, {key: "run"})
+    write_curves_file(SweepDirectory(out).curves, {key: good}, {key: "run"})
     cells = lines[1].split(",")
     cells[1] = "nan"
     metrics.write_text("\n".join([lines[0], ",".join(cells), *lines[2:]]) + "\n")
-    collect_curves(out, out / RUNS_DIR, [key])
-    curves, _ = load_curves_file(out / "curves.csv")
+    SweepDirectory(out).collect_curves([key])
+    curves, _ = load_curves_file(SweepDirectory(out).curves)
     assert curves[key] == good

@@ -105,10 +105,10 @@ def test_a_killed_sweep_worker_is_one_line_and_keeps_the_store(
     err = capsys.readouterr().err
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("attnrank sweep: error: a worker process"), err
-    from experiments.sweeps.runner import store_path
+    from experiments.analysis.sweep_directory import SweepDirectory
     from experiments.sweeps.store import ResultsStore
 
-    with ResultsStore(store_path(out), readonly=True) as store:
+    with ResultsStore(SweepDirectory(out).store, readonly=True) as store:
         assert {row.status for row in store.rows()} == {"running"}  # resumed by the next sweep
 
 

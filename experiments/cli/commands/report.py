@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.cli.arguments import check_output_file, path_argument
 from experiments.cli.output import emit
 from experiments.publish.doc_blocks import write_docs
 from experiments.publish.results_index import README_NAME, write_index
 from experiments.reporting.run_report import is_run_directory, write_run_report
-from experiments.reporting.sweep_report import CSV_NAME, write_csv, write_report
+from experiments.reporting.sweep_report import write_csv, write_report
 from experiments.studies import PRESETS
 
 
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         return run_index(args)
     if not args.out.is_dir():
         raise ValueError(f"DIR: sweep directory not found: {args.out}")
-    check_output_file(args.out / "report.md", "DIR")
+    check_output_file(SweepDirectory(args.out).report, "DIR")  # a run directory's report has the same name
     if is_run_directory(args.out):
         if args.csv:
             raise ValueError("--csv applies to a sweep directory (DIR/results.sqlite), not to a run directory")
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         emit({"report": str(path), "figures": []}, as_json=args.json, title=None if args.json else "report written")
         return 0
     if args.csv:
-        check_output_file(args.out / CSV_NAME, "DIR")
+        check_output_file(SweepDirectory(args.out).runs_csv, "DIR")
     report = write_report(args.out, PRESETS)
     figures = sorted(str(p) for p in Path(args.out).glob("*.png"))
     summary: dict[str, object] = {"report": str(report), "figures": figures}

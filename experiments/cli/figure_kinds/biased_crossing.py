@@ -14,6 +14,7 @@ import sys
 import time
 
 from experiments.analysis.biased_crossing import crossing_study
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.cli.arguments import check_output_dir, path_argument
 from experiments.cli.figure_kinds._tables import int_list, write_rows_csv
 from experiments.figures.biased_crossing import draw
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         train_models=not args.no_train,
         construct=not args.no_construct,
-        run_root=args.out / "runs",
+        run_root=SweepDirectory(args.out).runs,  # the trained models' run directories, where a sweep keeps its own
     )
     write_rows_csv([dataclasses.asdict(row) for row in study.rows], args.out / "biased_crossing.csv")
     write_rows_csv(study.table, args.out / "biased_crossing_reach.csv")

@@ -14,6 +14,7 @@ from experiments.analysis.construction_arms import (
     steps_to_target,
 )
 from experiments.analysis.run_curves import read_metrics_curve as epoch_curve
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.config import TrainConfig
 from experiments.reporting.construction_arms_report import construction_arms_lines
 from experiments.studies.depth import DEPTH_ARM_TARGET, depth_trained
@@ -77,8 +78,9 @@ def test_arms_measure_start_steps_and_final(tmp_path: Path) -> None:
     fact1, scratch, scratch1 = _config("construction:full-rank@100"), _config(None), _config(None, seed=1)
     records = [_record(fact1, 0.004), _record(scratch, 0.02), _record(scratch1, 0.03),
                _record(_config(None, seed=2), 0.5, status="failed")]  # fmt: skip
-    _curve(tmp_path / scratch.config_hash(), [0.8, 0.3, 0.04, 0.02])
-    arms = construction_arms(records, tmp_path, DEPTH_ARM_TARGET)
+    sweep = SweepDirectory(tmp_path)
+    _curve(sweep.run(scratch.config_hash()).root, [0.8, 0.3, 0.04, 0.02])
+    arms = construction_arms(records, sweep, DEPTH_ARM_TARGET)
     assert [(a.init, len(a.runs)) for a in arms] == [(None, 2), ("construction:full-rank@100", 1)]
     scratch_arm, fact_arm = arms
     assert fact_arm.runs[0].steps_to_target == 0 and fact_arm.runs[0].start < DEPTH_ARM_TARGET
@@ -87,18 +89,18 @@ def test_arms_measure_start_steps_and_final(tmp_path: Path) -> None:
     assert (scratch_arm.runs[0].first_epoch, scratch_arm.runs[0].worst_epoch) == (0.8, 0.8)
     assert scratch_arm.runs[1].steps_to_target == -1 and "absent" in scratch_arm.runs[1].note
     assert math.isnan(scratch_arm.runs[1].first_epoch)
-    lines = construction_arms_lines(records, tmp_path, DEPTH_ARM_TARGET)
+    lines = construction_arms_lines(records, sweep, DEPTH_ARM_TARGET)
     table = [line for line in lines if line.startswith("| 1 |")]
     assert len(table) == 2 and "150 / ?" in table[0] and "| 0 |" in table[1]
     assert (
-        construction_arms_lines([_record(scratch, 0.02)], tmp_path, DEPTH_ARM_TARGET) == []
+        construction_arms_lines([_record(scratch, 0.02)], sweep, DEPTH_ARM_TARGET) == []
     )  # no construction arm: no table
 
 
 def test_a_record_that_does_not_rebuild_its_run_is_refused(tmp_path: Path) -> None:
     record = {**_record(_config("construction:full-rank"), 0.01), "hash": "0" * 64}
     with pytest.raises(ValueError, match="hash differs"):
-        construction_arms([record], tmp_path, DEPTH_ARM_TARGET)
+        construction_arms([record], SweepDirectory(tmp_path), DEPTH_ARM_TARGET)
 
 
 def test_depth_claim_leaves_construction_runs_out() -> None:

@@ -10,22 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from experiments.analysis.run_curves import (
-    CURVES_NAME,
-    collect_curves,
-    load_curves_file,
-    read_metrics_curve,
-    run_curve,
-    write_curves_file,
-)
+from experiments.analysis.run_curves import load_curves_file, write_curves_file
+from experiments.analysis.sweep_directory import CURVES_NAME
 
 A, B = "a" * 64, "b" * 64
-
-
-def _metrics(run_dir: Path, losses: list[float], every: int = 50) -> None:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    rows = ["step,loss,lr,time"] + [f"{every * (i + 1)},{loss!r},0.01,{i}" for i, loss in enumerate(losses)]
-    (run_dir / "metrics.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
 
 
 @given(st.lists(st.floats(min_value=1e-300, max_value=1e300), min_size=1, max_size=20))
@@ -63,26 +51,3 @@ def test_a_malformed_file_is_refused_naming_file_and_line(tmp_path: Path, text: 
     with pytest.raises(ValueError, match=re.escape(message)) as caught:
         load_curves_file(path)
     assert str(path) in str(caught.value)
-
-
-def test_run_directory_first_then_the_curves_file(tmp_path: Path) -> None:
-    out, runs = tmp_path / "sweep", tmp_path / "sweep" / "runs"
-    _metrics(runs / A, [0.9, 0.5])
-    _metrics(runs / B, [0.8, 0.4, 0.2])
-    assert collect_curves(out, runs, [A, B]) == out / CURVES_NAME
-    for name in (A, B):  # the runs' directories are gone (as in a fresh clone): the committed file answers
-        (runs / name / "metrics.csv").unlink()
-    assert run_curve(runs, A) == ([(50, 0.9), (100, 0.5)], "", "run")
-    assert run_curve(runs, B)[0] == [(50, 0.8), (100, 0.4), (150, 0.2)]
-    curve, why, source = run_curve(runs, "c" * 64)
-    assert curve is None and "no curve in curves.csv" in why and source == ""
-    _metrics(runs / A, [0.7])  # a run directory present again wins over the file
-    assert run_curve(runs, A)[0] == [(50, 0.7)]
-    collect_curves(out, runs, [A, B])  # and a new collection keeps B, whose directory is gone
-    assert load_curves_file(out / CURVES_NAME)[0] == {A: [(50, 0.7)], B: [(50, 0.8), (100, 0.4), (150, 0.2)]}
-
-
-def test_nothing_is_written_without_a_curve(tmp_path: Path) -> None:
-    assert collect_curves(tmp_path, tmp_path / "runs", [A]) is None
-    assert not (tmp_path / CURVES_NAME).exists()
-    assert read_metrics_curve(tmp_path / "runs" / A / "metrics.csv")[0] is None

@@ -348,9 +348,9 @@ def test_every_damaged_checkpoint_is_refused(finished_run, capsys, tmp_path) -> 
 @pytest.fixture(scope="module")
 def good_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A sweep directory whose results.sqlite registers the smoke sweep (no run executed)."""
+    from experiments.analysis.sweep_directory import SweepDirectory
     from experiments.studies import get_preset
     from experiments.sweeps.preflight import resolve_runs
-    from experiments.sweeps.runner import store_path
     from experiments.sweeps.store import ResultsStore
 
     out = tmp_path_factory.mktemp("sweep") / "sweep"
@@ -358,7 +358,7 @@ def good_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     specs = resolve_runs(get_preset("smoke"), "quick")
     from experiments.sweeps.runner import _entries  # the runner's own (key, kind, spec) rows
 
-    with ResultsStore(store_path(out)) as store:
+    with ResultsStore(SweepDirectory(out).store) as store:
         store.register("smoke", "quick", _entries(specs))
     return out
 
@@ -383,9 +383,9 @@ def _foreign_db(path: Path) -> None:
 
 def test_every_damaged_store_is_refused(good_store, capsys, tmp_path) -> None:
     """`report` and `sweep` refuse a damaged or foreign results.sqlite and change nothing in the directory."""
-    from experiments.sweeps.runner import store_path
+    from experiments.analysis.sweep_directory import SweepDirectory
 
-    raw = store_path(good_store).read_bytes()
+    raw = SweepDirectory(good_store).store.read_bytes()
     damages: dict[str, bytes | None] = {**_store_damages(raw), "foreign-db": None}
     failures = []
     cases = 0
@@ -393,7 +393,7 @@ def test_every_damaged_store_is_refused(good_store, capsys, tmp_path) -> None:
         for command in ("report", "sweep"):
             copy = tmp_path / f"{label}-{command}"
             shutil.copytree(good_store, copy)
-            path = store_path(copy)
+            path = SweepDirectory(copy).store
             if data is None:
                 path.unlink()
                 _foreign_db(path)

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.cli.main import main
 from experiments.sweeps.reference_configs import read_reference
-from experiments.sweeps.runner import RUNS_DIR
 from experiments.tasks import make_task
 from experiments.training.fixed_set import fixed_training_set
 from experiments.training.reference_data import reference_training_set
@@ -93,7 +93,7 @@ def test_the_files_grid_trains_on_the_reference_set_with_the_staircase(
         assert all(torch.equal(fixed[k].tokens, X[k]) for k in range(2))
         # The learning rate of each epoch (metrics.csv: the rate of the epoch's last step), restated from the
         # reference's scheduler: 0, then peak / (W - 1) steps up to the peak at epoch W - 1 = 2, then the cosine.
-        with open(out / RUNS_DIR / run.config_hash() / "metrics.csv", newline="") as handle:
+        with open(SweepDirectory(out).run(run.config_hash()).metrics, newline="") as handle:
             rates = [float(row["lr"]) for row in csv.DictReader(handle)]
         expected = [0.0, 0.005, 0.01] + [0.005 * (1 + math.cos(math.pi * (e - 3) / 57)) for e in range(3, 60)]
         assert rates == pytest.approx(expected, rel=1e-12, abs=1e-15)

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from experiments.analysis.run_curves import CURVES_NAME, write_curves_file
+from experiments.analysis.run_curves import write_curves_file
+from experiments.analysis.sweep_directory import CURVES_NAME
 from experiments.reporting.curve_sections import depth_ladder_section, projection_section
 from experiments.studies import get_preset
 

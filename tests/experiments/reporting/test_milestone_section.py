@@ -14,12 +14,12 @@ import pytest
 
 from experiments.analysis.milestones import (
     FIELDS,
-    MILESTONES_NAME,
     Milestone,
     read_milestones,
     read_watcher_records,
     write_milestones,
 )
+from experiments.analysis.sweep_directory import MILESTONES_NAME
 from experiments.reporting.milestone_section import milestone_section
 from experiments.studies import PRESETS
 from experiments.sweeps.store import ResultsStore

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.cli.main import main
 from experiments.config import TrainConfig
-from experiments.reporting.sweep_report import CSV_NAME, write_report
+from experiments.reporting.sweep_report import write_report
 from experiments.studies import PRESETS, get_preset
 from experiments.sweeps.grading import Grade, compare
 from experiments.sweeps.preset_kit import PaperNumber
 from experiments.sweeps.run_specs import spec_kind
-from experiments.sweeps.runner import store_path
 from experiments.sweeps.store import ResultsStore
 from tests.run_records import evaluated
 
@@ -27,7 +27,7 @@ def _fake(out: Path, preset: str, loss: dict[tuple[int, int], float] | None = No
     """A store holding ``preset``'s runs at ``scale``; train runs get loss[(rank, N)] (or a rank/N rule), seed s
     times (1 + 0.1 s); random-feature draws a falling curve; theory runs a theorem2 entry above the bound."""
     specs = get_preset(preset).runs(scale)
-    with ResultsStore(store_path(out)) as store:
+    with ResultsStore(SweepDirectory(out).store) as store:
         store.register(preset, scale, [(s.config_hash(), spec_kind(s), s.to_dict()) for s in specs])
         for s in specs:
             if isinstance(s, TrainConfig):
@@ -111,16 +111,16 @@ def _digest(path: Path) -> str:
 
 def test_report_never_writes_to_the_store(tmp_path: Path) -> None:
     _fake_fig1(tmp_path, {16: 0.37, 8: 0.61, 4: 0.7, 1: 0.8})
-    before = _digest(store_path(tmp_path))
+    before = _digest(SweepDirectory(tmp_path).store)
     assert main(["report", str(tmp_path)]) == 0
-    assert _digest(store_path(tmp_path)) == before
+    assert _digest(SweepDirectory(tmp_path).store) == before
 
 
 def test_csv_export_one_tidy_row_per_run(tmp_path: Path) -> None:
     _fake_fig1(tmp_path, {16: 0.37, 8: 0.61, 4: 0.7, 1: 0.8})
     _fake(tmp_path, "random-features")
     assert main(["report", str(tmp_path), "--csv"]) == 0
-    with (tmp_path / CSV_NAME).open(newline="") as stream:
+    with SweepDirectory(tmp_path).runs_csv.open(newline="") as stream:
         rows = list(csv.DictReader(stream))
     assert len(rows) == 8 + 4
     header = list(rows[0])

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from experiments.analysis.compute_scaling import PAPER_SAMPLES, fit_power_law
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.reporting.sweep_report import write_report
 from experiments.studies import PRESETS, SCALING_RULES, get_preset
-from experiments.sweeps.runner import store_path
 from experiments.sweeps.scaling_verdicts import scaling_verdict
 from experiments.sweeps.store import ResultsStore
 from theory.monte_carlo import DEFAULT_Z
@@ -85,7 +85,7 @@ def test_report_of_a_long_store(tmp_path: Path) -> None:
     rng = np.random.default_rng(2)
     specs = get_preset("fig1").runs("long")
     laws = {(1, 16): (0.01, 3.0, 0.3), (1, 8): (0.55, 1.0, 0.2), (3, 16): (0.005, 3.0, 0.3), (3, 8): (0.3, 2.0, 0.2)}
-    with ResultsStore(store_path(tmp_path)) as store:
+    with ResultsStore(SweepDirectory(tmp_path).store) as store:
         entries = [(s.config_hash(), "train", s.to_dict()) for s in specs]
         store.register("fig1", "long", entries)
         for spec in specs:
@@ -114,7 +114,7 @@ def test_temperature_control_store(tmp_path: Path, preset: str) -> None:
     on it. A store mixing both temperatures into the claim would grade it differently, so this fails if they mix."""
     specs = get_preset(preset).runs("long")
     assert {s.temperature for s in specs} == {1.0, 128.0} and len({s.steps for s in specs}) == 1
-    with ResultsStore(store_path(tmp_path)) as store:
+    with ResultsStore(SweepDirectory(tmp_path).store) as store:
         store.register(preset, "long", [(s.config_hash(), "train", s.to_dict()) for s in specs])
         for spec in specs:
             full = spec.rank == spec.d

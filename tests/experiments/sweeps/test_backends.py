@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.config import TrainConfig
 from experiments.studies import get_preset, run_sweep
 from experiments.sweeps.backends import run_local, run_tasks, threads_per_worker
 from experiments.sweeps.execute import execute_task
 from experiments.sweeps.run_specs import spec_kind
-from experiments.sweeps.runner import store_path
 from experiments.sweeps.store import ResultsStore
 from experiments.sweeps.work import RunTask
 from experiments.training.run_lock import RunDirectoryBusy, run_directory_lock
@@ -25,7 +25,7 @@ STEPS = {"steps": 10}
 
 
 def _losses(out: Path) -> dict[str, tuple[float, float]]:
-    with ResultsStore(store_path(out)) as store:
+    with ResultsStore(SweepDirectory(out).store) as store:
         return {r.hash: (r.metrics["best_loss"], r.metrics["final_loss"]) for r in store.rows() if r.metrics}
 
 

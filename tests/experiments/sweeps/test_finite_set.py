@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.reporting.sweep_report import write_report
 from experiments.studies import PRESETS, run_sweep
 from experiments.studies.finite_set import training_below_population_above
 from experiments.sweeps.grading import Grade
-from experiments.sweeps.runner import store_path
 from experiments.sweeps.store import ResultsStore
 from experiments.sweeps.store_records import sweep_records
 from tests.run_records import evaluated
@@ -25,7 +25,7 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     run_sweep("finite-set", "quick", out, workers=1, progress=False)
     write_report(out, PRESETS)
     assert (out / "finite-set-quick.png").is_file() and "Training data:" in (out / "report.md").read_text()
-    with ResultsStore(store_path(out), readonly=True) as store:
+    with ResultsStore(SweepDirectory(out).store, readonly=True) as store:
         return sweep_records(store, "finite-set", "quick")
 
 

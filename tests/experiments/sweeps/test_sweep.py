@@ -18,17 +18,17 @@ import pytest
 import torch
 
 import experiments.sweeps.execute as execute
-from experiments.analysis.run_curves import CURVES_NAME, load_curves_file, read_metrics_curve
+from experiments.analysis.run_curves import load_curves_file, read_metrics_curve
+from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.cli.main import main
 from experiments.studies import get_preset, run_sweep
-from experiments.sweeps.runner import RUNS_DIR, store_path
 from experiments.sweeps.store import ResultsStore
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def _results(out: Path) -> dict[str, tuple[str, float, float, int]]:
-    with ResultsStore(store_path(out)) as store:
+    with ResultsStore(SweepDirectory(out).store) as store:
         return {
             r.hash: (r.status, r.metrics["best_loss"], r.metrics["final_loss"], r.metrics["steps"])
             for r in store.rows("smoke", "quick")
@@ -37,10 +37,10 @@ def _results(out: Path) -> dict[str, tuple[str, float, float, int]]:
 
 
 def _started_after(out: Path, moment: float) -> bool:
-    if not store_path(out).exists():
+    if not SweepDirectory(out).store.exists():
         return False
     try:
-        connection = sqlite3.connect(store_path(out), timeout=1)
+        connection = sqlite3.connect(SweepDirectory(out).store, timeout=1)
         (latest,) = connection.execute("SELECT MAX(started) FROM runs").fetchone()
         connection.close()
     except sqlite3.OperationalError:  # the schema is being created
@@ -70,10 +70,10 @@ def test_rerun_skips_finished_runs(tmp_path: Path, reference: dict) -> None:
     assert first["finished"] == 6 and second["skipped"] == 6 and second["finished"] == 0
     assert _results(out) == reference  # same configs, same machine: bitwise the same losses
     # Every run's curve was copied beside the store, exactly, so a report needs no run directory.
-    curves, sources = load_curves_file(out / CURVES_NAME)
+    curves, sources = load_curves_file(SweepDirectory(out).curves)
     assert sorted(curves) == sorted(reference) and set(sources.values()) == {"run"}
     for key, curve in curves.items():
-        assert (curve, "") == read_metrics_curve(out / RUNS_DIR / key / "metrics.csv")
+        assert (curve, "") == read_metrics_curve(SweepDirectory(out).run(key).metrics)
 
 
 def test_kill_and_resume(tmp_path: Path, reference: dict) -> None:
@@ -115,7 +115,7 @@ def test_kill_and_resume(tmp_path: Path, reference: dict) -> None:
     final = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert final.returncode == 0, final.stderr
 
-    connection = sqlite3.connect(store_path(out))
+    connection = sqlite3.connect(SweepDirectory(out).store)
     keys = [k for (k,) in connection.execute("SELECT hash FROM runs")]
     statuses = {s for (s,) in connection.execute("SELECT status FROM runs")}
     members = connection.execute("SELECT COUNT(*), COUNT(DISTINCT hash) FROM sweep_runs").fetchone()
@@ -126,7 +126,7 @@ def test_kill_and_resume(tmp_path: Path, reference: dict) -> None:
     assert members == (6, 6)
     assert _results(out) == reference  # identical to the uninterrupted sweep
     for key in expected:  # no step trained twice into the metrics: resumed runs truncate to their checkpoint
-        with (out / RUNS_DIR / key / "metrics.csv").open() as stream:
+        with (SweepDirectory(out).run(key).metrics).open() as stream:
             steps = [int(row[0]) for row in list(csv.reader(stream))[1:]]
         assert steps == sorted(set(steps)) and steps[-1] == 30
 
@@ -138,14 +138,14 @@ def test_unknown_preset_and_scale_exit_2(tmp_path: Path, capsys: pytest.CaptureF
     assert "quick" in capsys.readouterr().err
     assert main(["sweep", "smoke", "--scale", "paper", "--out", str(tmp_path)]) == 2  # smoke has only quick
     assert main(["sweep", "smoke", "--set", "stepz=3", "--out", str(tmp_path)]) == 2
-    assert not store_path(tmp_path).exists()  # bad input is refused before anything is written
+    assert not SweepDirectory(tmp_path).store.exists()  # bad input is refused before anything is written
 
 
 def test_overrides_change_the_hash(tmp_path: Path) -> None:
     torch.set_num_threads(1)
     summary = run_sweep("smoke", "quick", tmp_path, workers=1, progress=False, overrides={"steps": 10})
     assert summary["finished"] == 6
-    with ResultsStore(store_path(tmp_path)) as store:
+    with ResultsStore(SweepDirectory(tmp_path).store) as store:
         assert all(r.metrics is not None and r.metrics["steps"] == 10 for r in store.rows())
         smoke = {c.config_hash() for c in get_preset("smoke").runs("quick")}
         assert not smoke & {r.hash for r in store.rows()}
@@ -168,14 +168,14 @@ def test_failed_run_is_recorded_and_retried(
     err = capsys.readouterr().err
     assert err.count(": boom") == 6 and "\r" not in err
     assert err.splitlines()[-1].startswith("smoke/quick: run 6/6 (100.0%), ")
-    with ResultsStore(store_path(tmp_path)) as store:
+    with ResultsStore(SweepDirectory(tmp_path).store) as store:
         rows = store.rows()
         assert {r.status for r in rows} == {"failed"} and all("boom" in (r.error or "") for r in rows)
     monkeypatch.undo()
     torch.set_num_threads(1)
     again = run_sweep("smoke", "quick", tmp_path, workers=1, progress=False, overrides={"steps": 5})
     assert again["finished"] == 6 and again["skipped"] == 0
-    with ResultsStore(store_path(tmp_path)) as store:
+    with ResultsStore(SweepDirectory(tmp_path).store) as store:
         assert all(r.attempts == 2 and r.status == "finished" for r in store.rows())
 
 
@@ -190,7 +190,10 @@ def test_seed_packed_sweep_matches_separate_runs(tmp_path: Path) -> None:
         "smoke", "quick", tmp_path / "b", workers=1, progress=False, overrides={"steps": 10}, batch_seeds=True
     )
     assert separate["finished"] == batched["finished"] == 6
-    with ResultsStore(store_path(tmp_path / "a")) as a, ResultsStore(store_path(tmp_path / "b")) as b:
+    with (
+        ResultsStore(SweepDirectory(tmp_path / "a").store) as a,
+        ResultsStore(SweepDirectory(tmp_path / "b").store) as b,
+    ):
         ra = {r.hash: r.metrics for r in a.rows()}
         rb = {r.hash: r.metrics for r in b.rows()}
     assert set(ra) == set(rb)
@@ -207,7 +210,7 @@ def test_seed_packed_theory_runs_record_their_evaluation(tmp_path: Path) -> None
         "depth", "quick", tmp_path, workers=1, progress=False, overrides={"steps": 10}, batch_seeds=True
     )
     assert summary["finished"] == summary["runs"] and summary["failed"] == 0
-    with ResultsStore(store_path(tmp_path)) as store:
+    with ResultsStore(SweepDirectory(tmp_path).store) as store:
         rows = store.rows()
     packed = [r for r in rows if r.metrics and r.metrics.get("packed") == 2]
     assert packed, "no seed pair was packed"
@@ -233,7 +236,10 @@ def test_packed_sweep_matches_separate_runs(tmp_path: Path) -> None:
     )
     packed = run_sweep("smoke", "quick", tmp_path / "b", workers=2, progress=False, overrides={"steps": 10})
     assert separate["finished"] == packed["finished"] == 6
-    with ResultsStore(store_path(tmp_path / "a")) as a, ResultsStore(store_path(tmp_path / "b")) as b:
+    with (
+        ResultsStore(SweepDirectory(tmp_path / "a").store) as a,
+        ResultsStore(SweepDirectory(tmp_path / "b").store) as b,
+    ):
         ra = {r.hash: r.metrics for r in a.rows()}
         rb = {r.hash: r.metrics for r in b.rows()}
     assert set(ra) == set(rb)
@@ -254,7 +260,7 @@ def test_a_failed_pack_is_recorded_per_run_and_retried(tmp_path: Path, monkeypat
     monkeypatch.setattr(execute, "train_packed", broken)
     summary = run_sweep("smoke", "quick", tmp_path, workers=1, progress=False, overrides={"steps": 5})
     assert summary["failed"] == 6
-    with ResultsStore(store_path(tmp_path)) as store:
+    with ResultsStore(SweepDirectory(tmp_path).store) as store:
         assert all(r.status == "failed" and "pack boom" in (r.error or "") for r in store.rows())
     monkeypatch.undo()
     torch.set_num_threads(1)
@@ -279,7 +285,7 @@ def test_damaged_store_rebuilt_from_run_files_gives_the_same_report(
     assert main(["report", str(tmp_path)]) == 0
     original = (tmp_path / "report.md").read_text()
     capsys.readouterr()
-    store = store_path(tmp_path)
+    store = SweepDirectory(tmp_path).store
     for side in ("-wal", "-shm"):
         store.with_name(store.name + side).unlink(missing_ok=True)
     store.write_bytes(b"\x00garbage" * 1000)
@@ -304,16 +310,16 @@ def test_damaged_store_rebuilt_from_run_files_gives_the_same_report(
 
 
 def test_foreign_sqlite_file_is_never_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    connection = sqlite3.connect(store_path(tmp_path))
+    connection = sqlite3.connect(SweepDirectory(tmp_path).store)
     connection.execute("CREATE TABLE photos (id INTEGER)")
     connection.commit()
     connection.close()
-    before = store_path(tmp_path).read_bytes()
+    before = SweepDirectory(tmp_path).store.read_bytes()
     assert main(["report", str(tmp_path)]) == 2
     assert "not an attnrank results store" in _one_line_error(capsys)
     assert main(["sweep", "smoke", "--out", str(tmp_path), "--workers", "1", "--no-progress"]) == 2
     assert "not an attnrank results store" in _one_line_error(capsys)
-    assert store_path(tmp_path).read_bytes() == before
+    assert SweepDirectory(tmp_path).store.read_bytes() == before
 
 
 def test_bad_workers_and_overrides_are_refused_before_any_run(
@@ -332,4 +338,4 @@ def test_bad_workers_and_overrides_are_refused_before_any_run(
     assert "no training runs" in _one_line_error(capsys)
     assert main(["sweep", "smoke", "--out", str(tmp_path), "--set", "lr=-1"]) == 2
     _one_line_error(capsys)
-    assert not store_path(tmp_path).exists() and not (tmp_path / RUNS_DIR).exists()
+    assert not SweepDirectory(tmp_path).store.exists() and not (SweepDirectory(tmp_path).runs).exists()
