@@ -51,9 +51,9 @@ from theory.validation import (
     check_generator,
     check_heads,
     check_instance,
-    check_int,
     check_output_file,
     check_real,
+    check_seed,
     check_temperature,
 )
 
@@ -196,7 +196,7 @@ def save_majority_vote(path: str | Path, built: MajorityVote, seed: int) -> Path
     """
     path = check_output_file("path", path)
     built = check_instance("built", built, MajorityVote, "a MajorityVote (from build_majority_vote)")
-    seed = check_int("seed", seed, minimum=0, maximum=2**63 - 1)
+    seed = check_seed("seed", seed)
     metadata = {
         **built.metadata(),
         "task": "nearest",

@@ -68,6 +68,7 @@ from theory.validation import (
     check_output_file,
     check_real,
     check_sample_count,
+    check_seed,
 )
 
 FloatArray = npt.NDArray[np.float64]
@@ -752,6 +753,6 @@ def save_random_features(path: str | Path, construction: RandomFeatureConstructi
     path = check_output_file("path", path)
     what = "a RandomFeatureConstruction (construct_random_features)"
     construction = check_instance("construction", construction, RandomFeatureConstruction, what)
-    seed = check_int("seed", seed, minimum=0, maximum=2**63 - 1)
+    seed = check_seed("seed", seed)
     tensors = attention_weights_of(construction.q, construction.k, construction.weights.a)
     return save_weights(path, tensors, random_features_metadata(construction, seed))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from experiments.model_kinds import ATTENTIONS, LAYER_INITS, POSITIONALS, VALUE_MAPS, model_kind
-from theory.validation import check_bool, check_choice, check_instance, check_int, check_real
+from theory.validation import check_bool, check_choice, check_instance, check_int, check_real, check_seed
 
 KEY_KINDS = ("iid", "orthonormal")
 TASKS = ("nearest", "farthest", "biased", "icl")
@@ -255,7 +255,7 @@ class TrainConfig:
         object.__setattr__(self, "betas", (float(self.betas[0]), float(self.betas[1])))
         check_real("weight_decay", self.weight_decay, minimum=0.0)
         check_real("warmup_fraction", self.warmup_fraction, minimum=0.0, maximum=1.0, strict_maximum=True)
-        check_int("seed", self.seed, minimum=0, maximum=2**63 - 1)
+        check_seed("seed", self.seed)
         if not isinstance(self.device, str) or not (
             self.device in ("auto", "cpu", "cuda") or (self.device[:5] == "cuda:" and self.device[5:].isdecimal())
         ):
@@ -307,7 +307,7 @@ class TrainConfig:
         """
         K = check_int("train_batches", self.train_batches, minimum=0, maximum=self.steps)
         if self.data_seed is not None:
-            data_seed = check_int("data_seed", self.data_seed, minimum=0, maximum=2**63 - 1)
+            data_seed = check_seed("data_seed", self.data_seed)
             if data_seed == self.seed:
                 object.__setattr__(self, "data_seed", None)
         if K and self.curriculum is not None:

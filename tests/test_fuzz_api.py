@@ -52,6 +52,7 @@ from experiments.sweeps.backends import BACKENDS
 from tests.experiments.cli.cli_fuzz import snapshot
 from tests.experiments.models.reference_checkpoints import random_reference_state
 from theory.sphere import KEY_KINDS
+from theory.validation import MAX_SEED
 
 # --- the sandbox: valid inputs every case starts from ---------------------------------------------------------------
 
@@ -311,7 +312,7 @@ ENTRIES: dict[str, Entry] = {
             "N": fixed(ints(1)),
             "batch_size": fixed(ints(1)),
             "batches": fixed(ints(1)),
-            "seed": fixed(ints(0, 2**63 - 1)),
+            "seed": fixed(ints(0, MAX_SEED)),
             "workers": fixed(ints(0, 64)),
         },
     ),
@@ -333,7 +334,7 @@ ENTRIES: dict[str, Entry] = {
     ),
     "save_random_features": Entry(
         lambda box: {"path": "new.safetensors", "construction": box.objects["random_features"], "seed": 0},
-        {"path": output_paths, "construction": fixed(others()), "seed": fixed(ints(0, 2**63 - 1))},
+        {"path": output_paths, "construction": fixed(others()), "seed": fixed(ints(0, MAX_SEED))},
     ),
     "build_majority_vote": Entry(
         lambda box: {"d": 3, "heads": 3, "rng": _rng(box), "temperature": math.inf, "predict": False},
@@ -348,7 +349,7 @@ ENTRIES: dict[str, Entry] = {
     ),
     "save_majority_vote": Entry(
         lambda box: {"path": "new.safetensors", "built": box.objects["majority_vote"], "seed": 0},
-        {"path": output_paths, "built": fixed(others()), "seed": fixed(ints(0, 2**63 - 1))},
+        {"path": output_paths, "built": fixed(others()), "seed": fixed(ints(0, MAX_SEED))},
     ),
     "build_biased_construction": Entry(
         lambda box: {"d": 2, "temperature": math.inf, "grid": None},

@@ -47,6 +47,17 @@ def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int
     return value
 
 
+MAX_SEED = 2**63 - 1
+"""The largest seed accepted anywhere (a run's seed and data seed, a construction's draw): the largest signed 64-bit
+integer, which every generator here takes (``torch.Generator.manual_seed`` up to 2^64 - 1, so the seeds derived by
+adding small offsets, `experiments.training.evaluation`, still fit; numpy's without bound) and SQLite stores exactly."""
+
+
+def check_seed(name: str, value: Any) -> int:
+    """Validate a seed: an integer from 0 to `MAX_SEED`."""
+    return check_int(name, value, minimum=0, maximum=MAX_SEED)
+
+
 MAX_SAMPLES = 10**9
 """The most samples any Monte Carlo estimate or fit draws (as many as a run's steps may be, `experiments.config.
 MAX_STEPS`). 1e9 samples resolve a mean to 1 / sqrt(1e9) = 3e-5 of its standard deviation, beyond anything a check

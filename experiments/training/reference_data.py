@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from theory.validation import check_int
+from theory.validation import check_int, check_seed
 
 REFERENCE_WORKERS = 7
 """DataLoader worker processes of the reference's Figure 1 runs (``num_workers: 7`` in its fig1 config)."""
@@ -80,7 +80,7 @@ def reference_training_set(
     batch_size = check_int("batch_size", batch_size, minimum=1)
     batches = check_int("batches", batches, minimum=1)
     workers = check_int("workers", workers, minimum=0, maximum=64)
-    seed = check_int("seed", seed, minimum=0, maximum=2**63 - 1)
+    seed = check_seed("seed", seed)
     floats = batches * batch_size * N * d
     if floats > MAX_SET_FLOATS:
         raise ValueError(

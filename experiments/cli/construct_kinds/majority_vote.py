@@ -11,7 +11,7 @@ from constructions.majority_vote import CONSTRUCTION_NAME, build_majority_vote, 
 from experiments.cli.arguments import check_memory, check_output_file, path_argument, temperature_argument
 from experiments.cli.output import emit
 from theory.majority_vote_error import majority_vote_asymptote
-from theory.validation import check_dimension, check_heads, check_int, check_temperature
+from theory.validation import check_dimension, check_heads, check_seed, check_temperature
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     d = check_dimension(args.d)
     heads = check_heads(args.heads, name="heads")
     check_temperature(args.temperature)
-    seed = check_int("seed", args.seed, minimum=0, maximum=2**63 - 1)
+    seed = check_seed("seed", args.seed)
     check_output_file(args.out)
     width = 2 * d + 1  # stream width D = d + p, p = 1 + d
     check_memory(8.0 * 5 * (heads + 1) * width * width, "the layer-1 value maps (H, D, D), D = 2 d + 1", "--heads/--d")

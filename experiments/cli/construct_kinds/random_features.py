@@ -19,7 +19,7 @@ from constructions.random_features_in_sample import in_sample_errors
 from constructions.weights_io import save_weights
 from experiments.cli.arguments import check_memory, check_output_file, path_argument
 from experiments.cli.output import emit
-from theory.validation import check_dimension, check_heads, check_int, check_sample_count
+from theory.validation import check_dimension, check_heads, check_sample_count, check_seed
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -53,7 +53,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     d = check_dimension(args.d)
     heads = check_heads(args.heads, name="heads")
-    seed = check_int("seed", args.seed, minimum=0, maximum=2**63 - 1)
+    seed = check_seed("seed", args.seed)
     fit_samples = None if args.fit_samples is None else check_sample_count("--fit-samples", args.fit_samples, minimum=1)
     check_output_file(args.out)
     check_memory(

@@ -21,6 +21,7 @@ from experiments.training.fixed_set import fixed_training_set
 from experiments.training.loop import train
 from experiments.training.reference_data import REFERENCE_WORKERS, reference_training_set, shared_batches
 from experiments.training.run import SAMPLER_SEED_OFFSET, build_run, sampler_generator
+from theory.validation import MAX_SEED
 
 TINY = TrainConfig(
     task="farthest", d=6, N=4, rank=3, ffn_dim=16, batch_size=8, steps=12, log_every=3, train_batches=3,
@@ -212,7 +213,7 @@ def test_population_evaluations_do_not_touch_training(tmp_path: Path) -> None:
 
 def test_the_held_out_stream_is_no_training_stream() -> None:
     """Every training stream is seeded below the population seed: cpu/device samplers data_seed + offset, the
-    reference sampler data_seed + worker (workers <= 64), data_seed <= 2^63 - 1."""
-    largest = 2**63 - 1
+    reference sampler data_seed + worker (workers <= 64), data_seed <= MAX_SEED (the largest any seed may be)."""
+    largest = MAX_SEED
     assert largest + SAMPLER_SEED_OFFSET < POPULATION_SEED and largest + 64 < POPULATION_SEED < 2**64
     assert sampler_generator(largest).initial_seed() == largest + SAMPLER_SEED_OFFSET
