@@ -19,7 +19,7 @@ judged two ways).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -92,37 +92,11 @@ def judge(preset: str, records: Sequence[Record]) -> Verdict | None:
     return None if claim is None else claim.judge(records)
 
 
-def run_sweep(
-    preset: str | Preset,
-    scale: str,
-    out: Path | str,
-    *,
-    backend: str = "local",
-    workers: int | None = None,
-    address: str | None = None,
-    overrides: Mapping[str, Any] | None = None,
-    only: Mapping[str, Any] | None = None,
-    progress: bool = True,
-    batch_seeds: bool = False,
-    pack: bool = True,
-    rebuild: bool = False,
-) -> dict[str, Any]:
+def run_sweep(preset: str | Preset, scale: str, out: Path | str, **options: Any) -> dict[str, Any]:
     """`experiments.sweeps.runner.run_sweep` of the preset called ``preset`` (or of a Preset): the public API's entry
-    (`attnrank.run_sweep`), the layers below never looking a preset up by name. Arguments and summary as there."""
-    return runner.run_sweep(
-        get_preset(preset) if isinstance(preset, str) else preset,
-        scale,
-        out,
-        backend=backend,
-        workers=workers,
-        address=address,
-        overrides=overrides,
-        only=only,
-        progress=progress,
-        batch_seeds=batch_seeds,
-        pack=pack,
-        rebuild=rebuild,
-    )
+    (`attnrank.run_sweep`), the layers below never looking a preset up by name. ``options`` are the other fields of
+    the sweep's request (`experiments.sweeps.preflight.SweepRequest`), by name; the summary is runner.run_sweep's."""
+    return runner.run_sweep(get_preset(preset) if isinstance(preset, str) else preset, scale, out, **options)
 
 
 def rebuild_store(preset: str | Preset, scale: str, out: Path | str, **options: Any) -> dict[str, Any]:

@@ -1,9 +1,10 @@
-"""What a sweep checks before its first run: every argument of `run_sweep`, and the memory its runs will hold at once.
+"""What a sweep checks before its first run: every field of its request, and the memory its runs will hold at once.
 
-`check_sweep_request` is the one check of a sweep (issue 39): `experiments.sweeps.runner.run_sweep` and ``attnrank
-sweep`` call it first thing and pass the `SweepRequest` it returns down (its workers checked once, the preset's runs
-built once, a Ray address probed once), so a bad argument or a sweep that cannot fit is refused before the store or
-any run directory is created, as ``attnrank construct``, ``train`` and ``eval`` refuse theirs (docs/reliability.md).
+A sweep's arguments are one type, `SweepRequest`. `check_sweep_request` is the one check of a sweep (issue 39):
+`experiments.sweeps.runner.run_sweep` and ``attnrank sweep`` call it first thing and pass the `CheckedSweep` it returns
+down (its workers checked once, the preset's runs built once, a Ray address probed once), so a bad argument or a
+sweep that cannot fit is refused before the store or any run directory is created, as ``attnrank construct``,
+``train`` and ``eval`` refuse theirs (docs/reliability.md).
 `resolve_runs` and `select_runs` build and select a sweep's runs for it.
 
 The memory estimate (`sweep_bytes`) is an upper bound on what the runs executing at the same moment hold. A local
@@ -194,55 +195,71 @@ def select_runs(specs: list[RunSpec], only: Mapping[str, Any] | None) -> list[Ru
 
 @dataclass(frozen=True)
 class SweepRequest:
-    """A sweep's arguments after every check (`check_sweep_request`): what `runner.execute_sweep` runs, with nothing
-    left to validate. ``workers`` is resolved (the default is this machine's cores); ``specs`` are every run of the
-    preset at the scale with the overrides applied (each built once, init files checked), ``selected`` those that
-    ``only`` keeps."""
+    """What a sweep is asked to do: the one type of a sweep's arguments, from the command line (``attnrank sweep``) or
+    the public API (`experiments.studies.run_sweep`, `experiments.sweeps.runner.run_sweep`) down to the backends.
+    Nothing here is checked yet: `check_sweep_request` checks every field before anything is written.
+
+    Fields:
+        preset: the preset (`experiments.studies.get_preset(name)`; `experiments.studies.run_sweep` takes a name).
+        scale: "quick", "cpu" or "paper" (whatever the preset offers).
+        out: sweep directory.
+        backend: "local" or "ray".
+        workers: local processes (default os.cpu_count()).
+        address: Ray cluster address (backend "ray").
+        overrides: TrainConfig fields replaced in every training run (e.g. {"steps": 10000}); recorded as part of
+            each run's config (and hence of its hash).
+        only: run only the specs whose fields equal these (`select_runs`); the others are neither run nor registered,
+            so drivers with disjoint selections can share one store (each state change is its own transaction).
+        progress: show progress over runs on stderr (a bar on a terminal, else a line every 10 s: training/progress).
+        batch_seeds: pack only the runs that differ in their seeds alone (`experiments.packing.SEED_FIELDS`), even
+            with ``pack`` False.
+        pack: train the runs that may share a pack together (`experiments.sweeps.grouping`,
+            `experiments.training.packed`: one process and one step for several runs, each in its own run directory
+            with its own checkpoints); False trains every run alone.
+        rebuild: first rebuild the store from the runs' files (`experiments.sweeps.runner.rebuild_store`; a damaged
+            store is moved aside), then run what is left.
+    """
 
     preset: Preset
     scale: str
+    out: Path | str
+    backend: str = "local"
+    workers: int | None = None
+    address: str | None = None
+    overrides: Mapping[str, Any] | None = None
+    only: Mapping[str, Any] | None = None
+    progress: bool = True
+    batch_seeds: bool = False
+    pack: bool = True
+    rebuild: bool = False
+
+
+@dataclass(frozen=True)
+class CheckedSweep:
+    """A sweep request after every check (`check_sweep_request`): what `runner.execute_sweep` runs, with nothing left
+    to validate. ``out`` is the checked directory and ``workers`` the local processes (the request's, else this
+    machine's cores); ``specs`` are every run of the preset at the scale with the overrides applied (each built once,
+    init files checked), ``selected`` those that the request's ``only`` keeps."""
+
+    request: SweepRequest
     out: Path
-    backend: str
     workers: int
-    address: str | None
-    overrides: Mapping[str, Any]
-    only: Mapping[str, Any]
-    progress: bool
-    batch_seeds: bool
-    pack: bool
-    rebuild: bool
     specs: tuple[RunSpec, ...]
     selected: tuple[RunSpec, ...]
 
 
-def check_sweep_request(
-    preset: Any,
-    scale: Any,
-    out: Any,
-    *,
-    backend: Any = "local",
-    workers: Any = None,
-    address: Any = None,
-    overrides: Any = None,
-    only: Any = None,
-    progress: Any = True,
-    batch_seeds: Any = False,
-    pack: Any = True,
-    rebuild: Any = False,
-) -> SweepRequest:
-    """The one check of a `run_sweep` request, before anything is written: every argument, the preset's runs (built
-    once), the Ray address (probed once) or, for a local sweep, the memory of the runs in flight.
-
-    Args: as `experiments.sweeps.runner.run_sweep`.
-
-    Returns:
-        the checked request.
+def check_sweep_request(request: SweepRequest) -> CheckedSweep:
+    """The one check of a sweep request, before anything is written: every field, the preset's runs (built once), the
+    Ray address (probed once) or, for a local sweep, the memory of the runs in flight.
 
     Raises:
-        ValueError / TypeError naming the argument (``overrides``' messages also name the field); an OSError naming
-        ``out`` (not a directory, not writable); a ValueError starting ``workers:`` when the runs in flight would
-        not fit in the memory available now.
+        ValueError / TypeError naming the field (``overrides``' messages also name the TrainConfig field); an OSError
+        naming ``out`` (not a directory, not writable); a ValueError starting ``workers:`` when the runs in flight
+        would not fit in the memory available now.
     """
+    check_instance("request", request, SweepRequest, "a SweepRequest")
+    preset, backend, workers, address = request.preset, request.backend, request.workers, request.address
+    overrides, only, pack, batch_seeds = request.overrides, request.only, request.pack, request.batch_seeds
     check_instance("preset", preset, Preset, "a Preset (experiments.studies.get_preset(name))")
     check_choice("backend", backend, BACKENDS)
     if workers is not None:
@@ -251,8 +268,8 @@ def check_sweep_request(
         check_instance("address", address, str, "a str (HOST:PORT, ray://HOST:PORT or auto) or None")
         if backend != "ray":
             raise ValueError("address is only used with backend 'ray'")
-    for name, value in (("progress", progress), ("batch_seeds", batch_seeds), ("pack", pack), ("rebuild", rebuild)):
-        check_bool(name, value)
+    for name in ("progress", "batch_seeds", "pack", "rebuild"):
+        check_bool(name, getattr(request, name))
     if overrides is not None:
         check_instance("overrides", overrides, Mapping, "a mapping of TrainConfig fields to values, or None")
         strange = [key for key in overrides if not isinstance(key, str)]
@@ -260,9 +277,9 @@ def check_sweep_request(
             raise TypeError(f"overrides must have str keys (TrainConfig fields), got {strange[0]!r}")
     if only is not None:
         check_instance("only", only, Mapping, "a mapping of run fields to values, or None")
-    specs = resolve_runs(preset, scale, overrides)
+    specs = resolve_runs(preset, request.scale, overrides)
     selected = select_runs(specs, only)
-    directory = check_output_dir("out", out)
+    directory = check_output_dir("out", request.out)
     local_workers = workers if workers is not None else (os.cpu_count() or 1)
     if backend == "ray":
         check_ray_address(address)  # the runs execute on the cluster's machines, with their devices
@@ -274,19 +291,4 @@ def check_sweep_request(
             f"{in_flight} runs in flight ({local_workers} worker processes, each with its unit of runs)",
             "workers",
         )
-    return SweepRequest(
-        preset=preset,
-        scale=scale,
-        out=directory,
-        backend=backend,
-        workers=local_workers,
-        address=address,
-        overrides=dict(overrides or {}),
-        only=dict(only or {}),
-        progress=progress,
-        batch_seeds=batch_seeds,
-        pack=pack,
-        rebuild=rebuild,
-        specs=tuple(specs),
-        selected=tuple(selected),
-    )
+    return CheckedSweep(request, directory, local_workers, tuple(specs), tuple(selected))

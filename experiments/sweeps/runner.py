@@ -28,7 +28,7 @@ from experiments.packing import PACK_VARYING_FIELDS, SEED_FIELDS
 from experiments.sweeps.backends import run_tasks
 from experiments.sweeps.extensions import seed_extensions
 from experiments.sweeps.grouping import group_into_packs
-from experiments.sweeps.preflight import SweepRequest, check_sweep_request, resolve_runs
+from experiments.sweeps.preflight import CheckedSweep, SweepRequest, check_sweep_request, resolve_runs
 from experiments.sweeps.preset_kit import Preset
 from experiments.sweeps.run_specs import RunSpec, spec_kind
 from experiments.sweeps.store import DONE_STATUSES, ResultsStore, StoreError
@@ -147,44 +147,10 @@ def _rebuild(preset: str, scale: str, out: Path, specs: tuple[RunSpec, ...]) -> 
     }
 
 
-def run_sweep(
-    preset: Preset,
-    scale: str,
-    out: Path | str,
-    *,
-    backend: str = "local",
-    workers: int | None = None,
-    address: str | None = None,
-    overrides: Mapping[str, Any] | None = None,
-    only: Mapping[str, Any] | None = None,
-    progress: bool = True,
-    batch_seeds: bool = False,
-    pack: bool = True,
-    rebuild: bool = False,
-) -> dict[str, Any]:
-    """Run (or finish) the sweep ``preset`` at ``scale`` into ``out``: every argument checked once
-    (`experiments.sweeps.preflight.check_sweep_request`), then :func:`execute_sweep`.
-
-    Args:
-        preset: the preset (`experiments.studies.get_preset(name)`; `experiments.studies.run_sweep` takes a name).
-        scale: "quick", "cpu" or "paper" (whatever the preset offers).
-        out: sweep directory.
-        backend: "local" or "ray".
-        workers: local processes (default os.cpu_count()).
-        address: Ray cluster address (backend "ray").
-        overrides: TrainConfig fields replaced in every training run (e.g. {"steps": 10000}); recorded as part of
-            each run's config (and hence of its hash).
-        only: run only the specs whose fields equal these (`preflight.select_runs`); the others are neither run nor
-            registered, so drivers with disjoint selections can share one store (each state change is its own
-            transaction).
-        progress: show progress over runs on stderr (a bar on a terminal, else a line every 10 s: training/progress).
-        batch_seeds: pack only the runs that differ in their seeds alone (`experiments.packing.SEED_FIELDS`), even
-            with ``pack`` False.
-        pack: train the runs that may share a pack together (`experiments.sweeps.grouping`,
-            `experiments.training.packed`: one process and one step for several runs, each in its own run directory
-            with its own checkpoints); False trains every run alone.
-        rebuild: first rebuild the store from the runs' files (:func:`rebuild_store`; a damaged store is moved
-            aside), then run what is left.
+def run_sweep(preset: Preset, scale: str, out: Path | str, **options: Any) -> dict[str, Any]:
+    """Run (or finish) the sweep ``preset`` at ``scale`` into ``out``: the request (`SweepRequest`; ``options`` are
+    its other fields, by name) checked once (`experiments.sweeps.preflight.check_sweep_request`), then
+    :func:`execute_sweep`.
 
     Returns:
         summary: preset, scale, runs, skipped (already done), extended (runs of this call that went on from a
@@ -193,32 +159,20 @@ def run_sweep(
         runs_per_second (runs executed by this call per wall second), store; with ``rebuild`` also restored and
         moved_aside.
     """
-    request = check_sweep_request(
-        preset,
-        scale,
-        out,
-        backend=backend,
-        workers=workers,
-        address=address,
-        overrides=overrides,
-        only=only,
-        progress=progress,
-        batch_seeds=batch_seeds,
-        pack=pack,
-        rebuild=rebuild,
-    )  # every argument, and the memory of the runs in flight, before anything is written
-    return execute_sweep(request)
+    request = SweepRequest(preset, scale, out, **options)
+    return execute_sweep(check_sweep_request(request))  # every field, and the memory in flight, before any write
 
 
-def execute_sweep(request: SweepRequest) -> dict[str, Any]:
+def execute_sweep(checked: CheckedSweep) -> dict[str, Any]:
     """Run a checked sweep request (`run_sweep`'s summary); nothing is validated again."""
-    preset, scale, out = request.preset.name, request.scale, request.out
+    request, out, workers = checked.request, checked.out, checked.workers
+    preset, scale = request.preset.name, request.scale
     started = time.perf_counter()
     counts = {"finished": 0, "diverged": 0, "failed": 0}
-    rebuilt = _rebuild(preset, scale, out, request.specs) if request.rebuild else None
+    rebuilt = _rebuild(preset, scale, out, checked.specs) if request.rebuild else None
     sweep = SweepDirectory(out)
     with _open_for(preset, scale, out) as store:
-        entries = _entries(list(request.selected))
+        entries = _entries(list(checked.selected))
         store.register(preset, scale, entries)
         done = store.done_keys()
         tasks = [RunTask(key, kind, spec, str(sweep.run(key).root)) for key, kind, spec in entries if key not in done]
@@ -235,10 +189,10 @@ def execute_sweep(request: SweepRequest) -> dict[str, Any]:
                 store.mark_running(task.key)
             if request.batch_seeds or request.pack:
                 varying = SEED_FIELDS if request.batch_seeds else PACK_VARYING_FIELDS
-                items = group_into_packs(tasks, request.workers, varying=varying)
+                items = group_into_packs(tasks, workers, varying=varying)
             else:
                 items = list(tasks)
-            for outcome in run_tasks(items, request.backend, workers=request.workers, address=request.address):
+            for outcome in run_tasks(items, request.backend, workers=workers, address=request.address):
                 if outcome.ok:
                     store.record_result(outcome.key, outcome.metrics, outcome.provenance)  # committed before we go on
                     counts["diverged" if outcome.metrics.get("diverged") else "finished"] += 1

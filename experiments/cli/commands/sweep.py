@@ -20,7 +20,7 @@ from experiments.json_files import MAX_JSON_DEPTH, JsonTooDeep, jsonable, parse_
 from experiments.studies import PRESETS, get_preset
 from experiments.studies.reference import FILES, with_runs
 from experiments.sweeps.backends import BACKENDS, WorkerDied
-from experiments.sweeps.preflight import check_sweep_request, resolve_runs, select_runs
+from experiments.sweeps.preflight import SweepRequest, check_sweep_request, resolve_runs, select_runs
 from experiments.sweeps.preset_kit import Preset
 from experiments.sweeps.reference_configs import ReferenceGrid, read_reference
 from experiments.sweeps.runner import execute_sweep
@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
         return _print_config(preset, scale, args, grid)
     if args.out is None:
         raise ValueError("--out is required (the sweep directory), unless --print-config")
-    request = check_sweep_request(  # the one check (sweeps.preflight); its messages name the flags (cli.main)
+    request = SweepRequest(
         preset,
         scale,
         args.out,
@@ -198,11 +198,12 @@ def run(args: argparse.Namespace) -> int:
         pack=not args.no_pack,
         rebuild=args.rebuild_store,
     )
+    checked = check_sweep_request(request)  # the one check (sweeps.preflight); its messages name the flags (cli.main)
     if grid is not None:
         for key in grid.skipped:
             print(f"attnrank sweep: skipped: {key}", file=sys.stderr)
     try:
-        summary = execute_sweep(request)
+        summary = execute_sweep(checked)
     except WorkerDied as exc:  # not bad input (exit 2): the sweep ran and stopped; one line, exit 1
         print(f"attnrank sweep: error: {exc}", file=sys.stderr)
         return 1

@@ -19,7 +19,7 @@ from experiments.config import TrainConfig
 from experiments.models.factory import build_model
 from experiments.studies import get_preset, run_sweep
 from experiments.sweeps.grouping import MAX_PACK
-from experiments.sweeps.preflight import WORKER_BYTES, check_sweep_request, runs_in_flight, sweep_bytes
+from experiments.sweeps.preflight import WORKER_BYTES, SweepRequest, check_sweep_request, runs_in_flight, sweep_bytes
 from experiments.sweeps.run_specs import RandomFeaturesSpec
 from experiments.tasks import make_task
 from experiments.training.memory import training_bytes
@@ -64,7 +64,7 @@ def test_sweep_bytes_adds_the_largest_runs_in_flight_and_the_workers() -> None:
 
 
 def test_a_request_that_fits_passes_and_creates_nothing(tmp_path: Path) -> None:
-    check_sweep_request(get_preset("smoke"), "quick", tmp_path / "sweep", workers=2)
+    check_sweep_request(SweepRequest(get_preset("smoke"), "quick", tmp_path / "sweep", workers=2))
     assert list(tmp_path.iterdir()) == []
 
 
@@ -78,7 +78,7 @@ def test_a_sweep_that_cannot_fit_is_refused_before_anything_is_written(
         run_sweep("smoke", "quick", out, workers=2, progress=False)
     assert not out.exists()
     monkeypatch.setattr(memory, "available_memory", lambda: int(needed) + 1)  # the control: one byte more fits
-    check_sweep_request(get_preset("smoke"), "quick", out, workers=2)
+    check_sweep_request(SweepRequest(get_preset("smoke"), "quick", out, workers=2))
 
 
 @pytest.mark.parametrize(
