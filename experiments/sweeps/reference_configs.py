@@ -37,8 +37,8 @@ from typing import Any
 
 from experiments.config import TrainConfig
 from experiments.config_files import load_mapping
+from experiments.sweeps.reference_points import ReferencePoint, refuse
 from experiments.training.reference_data import REFERENCE_WORKERS
-from theory.validation import check_int, check_real
 
 DATASET_CLASS = "task.NearestPointDataset"
 """The reference's dataset of uniform points on the sphere; with ``num_queries: -1`` its target is the farthest
@@ -97,12 +97,6 @@ class ReferenceGrid:
     skipped: tuple[SkippedKey, ...]
 
 
-def _refuse(file: Path | None, path: str, value: Any, why: str) -> ValueError:
-    """The one-line refusal of a key's value: ``FILE: PATH = VALUE: why``."""
-    shown = repr(value) if isinstance(value, str) else value
-    return ValueError(f"{file if file is not None else 'the reference files'}: {path} = {shown}: {why}")
-
-
 def _leaves(file: Path, config: Mapping[str, Any]) -> tuple[dict[str, tuple[Any, Path]], list[SkippedKey]]:
     """The config's key paths -> (value, file), sections flattened one level; skipped keys apart; unknown refused."""
     values: dict[str, tuple[Any, Path]] = {}
@@ -112,12 +106,12 @@ def _leaves(file: Path, config: Mapping[str, Any]) -> tuple[dict[str, tuple[Any,
             skipped.append(SkippedKey(file, key, SKIPPED[key]))
         elif key == "ckpt_path":
             if value is not None:
-                raise _refuse(file, key, value, "resuming a Lightning checkpoint is not supported; remove the key")
+                raise refuse(file, key, value, "resuming a Lightning checkpoint is not supported; remove the key")
         elif key in _SECTIONS:
             if value is None:
                 continue  # an empty section (``lr_scheduler:``): the reference's defaults
             if not isinstance(value, Mapping):
-                raise _refuse(file, key, value, "must be a mapping of keys to values")
+                raise refuse(file, key, value, "must be a mapping of keys to values")
             for name, item in value.items():
                 path = f"{key}.{name}"
                 if path in SKIPPED:
@@ -137,7 +131,7 @@ def _grid(file: Path, sweep: Mapping[str, Any], known: Sequence[str]) -> list[di
     axes: list[tuple[str, list[Any]]] = []
     for path, values in sweep.items():
         if path in SKIPPED:
-            raise _refuse(file, path, values, f"changes nothing here ({SKIPPED[path]}), so its points would repeat")
+            raise refuse(file, path, values, f"changes nothing here ({SKIPPED[path]}), so its points would repeat")
         if path.split(".")[0] not in _SECTIONS or path.count(".") != 1:
             raise ValueError(
                 f"{file}: {path}: a sweep key must be a dotted path SECTION.KEY with SECTION one of "
@@ -146,63 +140,12 @@ def _grid(file: Path, sweep: Mapping[str, Any], known: Sequence[str]) -> list[di
         if path not in known:
             raise ValueError(f"{file}: {path}: not a key this toolkit honours (honoured: {', '.join(known)})")
         if not isinstance(values, list) or not values:
-            raise _refuse(file, path, values, "must be a non-empty list of values (the sweep's axis)")
+            raise refuse(file, path, values, "must be a non-empty list of values (the sweep's axis)")
         for index, value in enumerate(values):
             if value in values[:index]:
-                raise _refuse(file, path, values, f"lists {value!r} twice, which would train one run twice")
+                raise refuse(file, path, values, f"lists {value!r} twice, which would train one run twice")
         axes.append((path, values))
     return [dict(zip((p for p, _ in axes), point, strict=True)) for point in itertools.product(*(v for _, v in axes))]
-
-
-class _Point:
-    """One point of the grid: the key paths' values with the file each came from; reads them checked."""
-
-    def __init__(self, values: Mapping[str, tuple[Any, Path]], config: Path, sweep: Path | None) -> None:
-        self.values = dict(values)
-        self.config, self.sweep = config, sweep
-        self.used: set[str] = set()
-
-    def _get(self, path: str) -> tuple[Any, Path | None]:
-        self.used.add(path)
-        value, file = self.values.get(path, (None, None))
-        return value, file
-
-    def integer(self, path: str, *, minimum: int, default: int | None = None, why: str = "") -> int:
-        value, file = self._get(path)
-        if value is None:
-            if default is None:
-                raise self.missing(path, why)
-            return default
-        try:
-            return check_int(path, value, minimum=minimum)
-        except ValueError as exc:
-            raise ValueError(f"{file}: {exc}") from exc
-
-    def real(self, path: str, *, default: float | None = None, **limits: Any) -> float:
-        value, file = self._get(path)
-        if value is None:
-            if default is None:
-                raise self.missing(path)
-            return default
-        if isinstance(value, str):  # YAML reads 1e-3 (no dot) as text; the reference's parser reads it as a float
-            try:
-                value = float(value)
-            except ValueError:
-                pass
-        try:
-            return check_real(path, value, **limits)
-        except ValueError as exc:
-            raise ValueError(f"{file}: {exc}") from exc
-
-    def raw(self, path: str, default: Any = None) -> tuple[Any, Path | None]:
-        value, file = self._get(path)
-        return (default if value is None else value), file
-
-    def missing(self, path: str, why: str = "") -> ValueError:
-        """A required key that neither file gives, named against the config (where it belongs)."""
-        reason = f" ({why})" if why else ""
-        where = "" if self.sweep is None else f" (nor in the sweep file {self.sweep.name})"
-        return ValueError(f"{self.config}: {path}: required, and not given{where}{reason}")
 
 
 HONOURED = (
@@ -245,7 +188,7 @@ _LINKED = {
 """Keys the reference's command line links to others (``link_arguments``): a file cannot set them."""
 
 
-def _only(point: _Point, path: str, allowed: Sequence[Any], default: Any, why: str) -> None:
+def _only(point: ReferencePoint, path: str, allowed: Sequence[Any], default: Any, why: str) -> None:
     """Refuse ``path`` unless it holds one of ``allowed`` (absent: ``default``, or required when that is None)."""
     value, file = point.raw(path)
     if value is None:
@@ -253,15 +196,15 @@ def _only(point: _Point, path: str, allowed: Sequence[Any], default: Any, why: s
             raise point.missing(path, why)
         return
     if isinstance(value, bool) != isinstance(allowed[0], bool) or value not in allowed:
-        raise _refuse(file, path, value, why)
+        raise refuse(file, path, value, why)
 
 
-def _run(point: _Point) -> TrainConfig:
+def _run(point: ReferencePoint) -> TrainConfig:
     """The TrainConfig of one point (module docstring); ValueError naming the file and key path."""
     epochs = point.integer("trainer.max_epochs", minimum=1)
     if epochs < WARMUP_DIVISOR:
         _, file = point.raw("trainer.max_epochs")
-        raise _refuse(
+        raise refuse(
             file,
             "trainer.max_epochs",
             epochs,
@@ -272,7 +215,7 @@ def _run(point: _Point) -> TrainConfig:
     if batches_value is None:
         raise point.missing("trainer.limit_train_batches", "the size of the fixed set, in batches")
     if isinstance(batches_value, float):
-        raise _refuse(
+        raise refuse(
             batches_file,
             "trainer.limit_train_batches",
             batches_value,
@@ -286,9 +229,9 @@ def _run(point: _Point) -> TrainConfig:
     positional_dim = point.integer("model.positional_dim", minimum=0, default=0)
     additive, additive_file = point.raw("model.additive_positional", False)
     if not isinstance(additive, bool):
-        raise _refuse(additive_file, "model.additive_positional", additive, "must be true or false")
+        raise refuse(additive_file, "model.additive_positional", additive, "must be true or false")
     if additive and positional_dim:
-        raise _refuse(
+        raise refuse(
             additive_file,
             "model.additive_positional",
             additive,
@@ -298,7 +241,7 @@ def _run(point: _Point) -> TrainConfig:
     nheads = point.integer("model.nheads", minimum=1)
     if width % nheads:
         _, file = point.raw("model.nheads")
-        raise _refuse(
+        raise refuse(
             file,
             "model.nheads",
             nheads,
@@ -307,7 +250,7 @@ def _run(point: _Point) -> TrainConfig:
     _only(point, "model.bias", (True,), True, "must be true (the encoder here has biases, as the paper's)")
     dataset, dataset_file = point.raw("data.dataset_class")
     if dataset != DATASET_CLASS:
-        raise _refuse(
+        raise refuse(
             dataset_file,
             "data.dataset_class",
             dataset,
@@ -323,14 +266,14 @@ def _run(point: _Point) -> TrainConfig:
     )
     device_name, device_file = point.raw("data.device_name")
     if device_name is not None:
-        raise _refuse(device_file, "data.device_name", device_name, "must be absent (the data are drawn on the CPU)")
+        raise refuse(device_file, "data.device_name", device_name, "must be absent (the data are drawn on the CPU)")
     data_seed = point.integer(
         "data.seed", minimum=0, why="without it the reference draws a fresh data seed per run, never to be repeated"
     )
     lr = point.real("optimizer.lr", minimum=0.0, strict_minimum=True, maximum=10.0, strict_maximum=True)
     betas_value, betas_file = point.raw("optimizer.betas", [0.9, 0.999])
     if not isinstance(betas_value, list) or len(betas_value) != 2:
-        raise _refuse(betas_file, "optimizer.betas", betas_value, "must be a list of two numbers")
+        raise refuse(betas_file, "optimizer.betas", betas_value, "must be a list of two numbers")
     betas: list[float] = []
     for index, beta in enumerate(betas_value):
         if isinstance(beta, str):
@@ -339,19 +282,19 @@ def _run(point: _Point) -> TrainConfig:
             except ValueError:
                 pass
         if isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not 0 <= float(beta) < 1:
-            raise _refuse(betas_file, f"optimizer.betas[{index}]", beta, "must be a number in [0, 1)")
+            raise refuse(betas_file, f"optimizer.betas[{index}]", beta, "must be a number in [0, 1)")
         betas.append(float(beta))
     weight_decay = point.real("optimizer.weight_decay", default=0.01, minimum=0.0)
     eps = point.real("optimizer.eps", default=1e-8, minimum=0.0)
     if not math.isclose(eps, 1e-8, rel_tol=0, abs_tol=0):
         _, file = point.raw("optimizer.eps")
-        raise _refuse(file, "optimizer.eps", eps, "must be 1e-08 (AdamW's default, the one used here)")
+        raise refuse(file, "optimizer.eps", eps, "must be 1e-08 (AdamW's default, the one used here)")
     _only(point, "optimizer.amsgrad", (False,), False, "must be false (plain AdamW)")
     _only(point, "optimizer.maximize", (False,), False, "must be false (the loss is minimised)")
     warmup_start = point.real("lr_scheduler.warmup_start_lr", default=0.0, minimum=0.0)
     if warmup_start != 0.0:
         _, file = point.raw("lr_scheduler.warmup_start_lr")
-        raise _refuse(file, "lr_scheduler.warmup_start_lr", warmup_start, "must be 0 (the warm-up starts at 0)")
+        raise refuse(file, "lr_scheduler.warmup_start_lr", warmup_start, "must be 0 (the warm-up starts at 0)")
     warmup_epochs = epochs // WARMUP_DIVISOR
     return TrainConfig(
         task="farthest",
@@ -387,14 +330,14 @@ def _optimizer_section(file: Path, values: dict[str, tuple[Any, Path]]) -> None:
     """Unfold ``optimizer: {class_path: torch.optim.AdamW, init_args: {...}}`` into plain optimizer.* keys."""
     if "optimizer.class_path" not in values:
         if "optimizer.init_args" in values:
-            raise _refuse(file, "optimizer.init_args", "...", "needs optimizer.class_path (torch.optim.AdamW)")
+            raise refuse(file, "optimizer.init_args", "...", "needs optimizer.class_path (torch.optim.AdamW)")
         return
     name, where = values.pop("optimizer.class_path")
     if name not in ADAMW:
-        raise _refuse(where, "optimizer.class_path", name, "must be torch.optim.AdamW (the paper's optimiser)")
+        raise refuse(where, "optimizer.class_path", name, "must be torch.optim.AdamW (the paper's optimiser)")
     arguments, where = values.pop("optimizer.init_args", ({}, where))
     if not isinstance(arguments, Mapping):
-        raise _refuse(where, "optimizer.init_args", arguments, "must be a mapping of AdamW's arguments")
+        raise refuse(where, "optimizer.init_args", arguments, "must be a mapping of AdamW's arguments")
     for key, value in arguments.items():
         path = f"optimizer.{key}"
         if path in values:
@@ -420,7 +363,7 @@ def read_reference(config: Path | str, sweep: Path | str | None = None) -> Refer
     _optimizer_section(config_path, values)
     for path, (value, file) in values.items():
         if path in _LINKED:
-            raise _refuse(file, path, value, f"is linked to {_LINKED[path]} by the reference's command line")
+            raise refuse(file, path, value, f"is linked to {_LINKED[path]} by the reference's command line")
         if path not in HONOURED:
             raise ValueError(
                 f"{file}: {path}: not a key this toolkit can honour (honoured: {', '.join(HONOURED)}; skipped as "
@@ -439,7 +382,7 @@ def read_reference(config: Path | str, sweep: Path | str | None = None) -> Refer
         merged = dict(values)
         if sweep_path is not None:
             merged.update({path: (value, sweep_path) for path, value in point.items()})
-        reader = _Point(merged, config_path, sweep_path)
+        reader = ReferencePoint(merged, config_path, sweep_path)
         try:
             runs.append(_run(reader))
         except ValueError as exc:

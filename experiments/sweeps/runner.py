@@ -31,7 +31,8 @@ from experiments.sweeps.grouping import group_into_packs
 from experiments.sweeps.preflight import CheckedSweep, SweepRequest, check_sweep_request, resolve_runs
 from experiments.sweeps.preset_kit import Preset
 from experiments.sweeps.run_specs import RunSpec, spec_kind
-from experiments.sweeps.store import DONE_STATUSES, ResultsStore, StoreError
+from experiments.sweeps.store import DONE_STATUSES, ResultsStore
+from experiments.sweeps.store_file import StoreError
 from experiments.sweeps.work import RunTask
 from experiments.training.progress import Progress
 from experiments.training.run_directory import RunDirectory

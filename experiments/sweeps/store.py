@@ -17,12 +17,12 @@ file locking with a busy timeout keeps a second, concurrent driver (or a reader 
 
 Damage. Opening checks the file before anything is written: the SQLite header, the page count against the file size
 (a truncated file), ``PRAGMA quick_check``, and that its tables are this store's (``runs`` and ``sweep_runs`` with
-their columns). A file that fails (garbage bytes, a truncated copy, another program's SQLite database) is refused with
-one line, :class:`StoreError` (a ValueError), that says how to rebuild it from the runs' ``result.json`` files
-(``attnrank sweep PRESET --scale SCALE --out DIR --rebuild-store``, `experiments.sweeps.runner.rebuild_store`); no
-table is ever created in a file this module did not create. ``readonly=True`` (``attnrank report``) opens the file
-with SQLite's ``mode=ro`` URI, so a reader can never write to it. Any SQLite error raised later by a method is the
-same one-line StoreError.
+their columns; `experiments.sweeps.store_file` holds the tables and these checks). A file that fails (garbage bytes, a
+truncated copy, another program's SQLite database) is refused with one line, `StoreError` (a ValueError), that says
+how to rebuild it from the runs' ``result.json`` files (``attnrank sweep PRESET --scale SCALE --out DIR
+--rebuild-store``, `experiments.sweeps.runner.rebuild_store`); no table is ever created in a file this module did not
+create. ``readonly=True`` (``attnrank report``) opens the file with SQLite's ``mode=ro`` URI, so a reader can never
+write to it. Any SQLite error raised later by a method is the same one-line StoreError.
 """
 
 from __future__ import annotations
@@ -40,121 +40,13 @@ from typing import Any, TypeVar
 from experiments.config import TrainConfig
 from experiments.json_files import JsonTooDeep, jsonable, parse_json_text
 from experiments.sweeps.run_specs import SPEC_KINDS, spec_from_record
+from experiments.sweeps.store_file import SCHEMA, StoreError, check_header, check_schema, damaged_store
 from experiments.training.run_record import MIGRATION_HINT, RunRecord
 from theory.validation import check_choice
 
 STATUSES = ("pending", "running", "finished", "diverged", "failed")
 DONE_STATUSES = ("finished", "diverged")
 """Statuses a re-run skips (a diverged run is a result, not an error; a failed one is retried)."""
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    hash TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    spec TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('pending', 'running', 'finished', 'diverged', 'failed')),
-    metrics TEXT,
-    error TEXT,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    created REAL NOT NULL,
-    started REAL,
-    finished REAL,
-    seconds REAL,
-    git_revision TEXT,
-    versions TEXT
-);
-CREATE TABLE IF NOT EXISTS sweep_runs (
-    preset TEXT NOT NULL,
-    scale TEXT NOT NULL,
-    hash TEXT NOT NULL REFERENCES runs(hash),
-    position INTEGER NOT NULL,
-    PRIMARY KEY (preset, scale, hash)
-);
-"""
-
-
-COLUMNS = {
-    "runs": {
-        "hash", "kind", "spec", "status", "metrics", "error", "attempts", "created", "started", "finished", "seconds",
-        "git_revision", "versions",
-    },
-    "sweep_runs": {"preset", "scale", "hash", "position"},
-}  # fmt: skip
-"""The columns of this store's tables: a file whose tables lack them is not an attnrank results store."""
-
-SQLITE_HEADER = b"SQLite format 3\x00"
-
-
-class StoreError(ValueError):
-    """The results store cannot be used (damaged, truncated, foreign, busy, read-only): one line, with how to rebuild.
-
-    ``damaged`` is True when rebuilding is the remedy (garbage, truncated, foreign tables, unreadable), False when
-    the file is fine but cannot be used now (locked by another sweep, opened read-only, missing).
-    """
-
-    def __init__(self, message: str, *, damaged: bool = False) -> None:
-        super().__init__(message)
-        self.damaged = damaged
-
-
-def rebuild_hint(path: Path) -> str:
-    """The one-line instruction to rebuild the store at ``path`` from its runs' result.json files."""
-    return (
-        f"rebuild it from {path.parent}/runs/*/result.json with `attnrank sweep PRESET --scale SCALE --out "
-        f"{path.parent} --rebuild-store` (the damaged file is moved aside, not deleted; once per sweep the directory "
-        "held)"
-    )
-
-
-def _damaged(path: Path, reason: str) -> StoreError:
-    return StoreError(f"{path} is not a usable results store ({reason}); {rebuild_hint(path)}", damaged=True)
-
-
-def check_header(path: Path) -> None:
-    """StoreError unless ``path`` starts with the SQLite header and is as long as its header says (not truncated).
-
-    The page size is at byte 16 (2 bytes, big endian; 1 means 65536) and the page count at byte 28 (valid when the
-    change counter at byte 24 equals the version-valid-for number at byte 92; SQLite's file format, section 1.3).
-    The page count is not compared while a non-empty WAL file exists beside the store (SQLite completes an interrupted
-    checkpoint from it).
-    """
-    size = path.stat().st_size
-    with path.open("rb") as handle:
-        header = handle.read(100)
-    if size == 0:
-        return  # an empty file is what SQLite creates before the first write
-    if len(header) < 100 or not header.startswith(SQLITE_HEADER):
-        raise _damaged(path, "not a SQLite database: unknown header")
-    page_size = int.from_bytes(header[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    pages = int.from_bytes(header[28:32], "big")
-    valid = header[24:28] == header[92:96]
-    wal = path.with_name(path.name + "-wal")
-    if wal.is_file() and wal.stat().st_size > 0:
-        valid = False  # a checkpoint interrupted by a crash may leave the file short; SQLite redoes it from the WAL
-    if page_size < 512 or size % page_size != 0 or (valid and size < pages * page_size):
-        raise _damaged(path, f"truncated: {size} bytes, not the {pages} pages of {page_size} bytes its header names")
-
-
-def _check_schema(connection: sqlite3.Connection, path: Path) -> bool:
-    """True if the file holds this store's tables, False if it holds no table at all; StoreError otherwise."""
-    (verdict,) = connection.execute("PRAGMA quick_check").fetchone()
-    if verdict != "ok":
-        raise _damaged(path, f"quick_check: {' '.join(str(verdict).split())[:120]}")
-    tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if not tables:
-        return False
-    for table, columns in COLUMNS.items():
-        present = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")} if table in tables else set()
-        if not columns <= present:
-            listed = ", ".join(sorted(tables)[:6])
-            raise StoreError(
-                f"{path} is a SQLite database but not an attnrank results store (its tables: {listed}); "
-                f"it is left untouched: point --out at another directory, or {rebuild_hint(path)}",
-                damaged=True,
-            )
-    return True
-
 
 _T = TypeVar("_T")
 
@@ -176,11 +68,11 @@ def _guarded(method: Callable[..., _T]) -> Callable[..., _T]:
                 ) from exc
             if "readonly" in text:
                 raise StoreError(f"{self.path} was opened read-only ({text})") from exc
-            raise _damaged(self.path, f"SQLite: {text}") from exc
+            raise damaged_store(self.path, f"SQLite: {text}") from exc
         except sqlite3.DatabaseError as exc:
-            raise _damaged(self.path, f"SQLite: {exc}") from exc
+            raise damaged_store(self.path, f"SQLite: {exc}") from exc
         except json.JSONDecodeError as exc:
-            raise _damaged(self.path, f"a stored JSON field is unreadable: {exc}") from exc
+            raise damaged_store(self.path, f"a stored JSON field is unreadable: {exc}") from exc
 
     return wrapper
 
@@ -233,7 +125,7 @@ class ResultsStore:
             else:
                 self.connection = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
         except sqlite3.DatabaseError as exc:
-            raise _damaged(self.path, f"SQLite: {exc}") from exc
+            raise damaged_store(self.path, f"SQLite: {exc}") from exc
         try:
             self._open()
         except BaseException:
@@ -242,7 +134,7 @@ class ResultsStore:
 
     @_guarded
     def _open(self) -> None:
-        ours = _check_schema(self.connection, self.path)
+        ours = check_schema(self.connection, self.path)
         if self.readonly:
             if not ours:
                 raise StoreError(f"{self.path} holds no tables: not an attnrank results store")
@@ -396,11 +288,13 @@ def _json_object(path: Path, key: str, field: str, text: Any, *, optional: bool)
             raise TypeError(type(text).__name__)
         value = parse_json_text(text, f"run {str(key)[:10]}: field {field}")
     except JsonTooDeep as exc:
-        raise _damaged(path, str(exc)) from None
+        raise damaged_store(path, str(exc)) from None
     except (TypeError, ValueError):
-        raise _damaged(path, f"run {str(key)[:10]}: field {field} is not JSON text") from None
+        raise damaged_store(path, f"run {str(key)[:10]}: field {field} is not JSON text") from None
     if not isinstance(value, dict):
-        raise _damaged(path, f"run {str(key)[:10]}: field {field} must be a JSON object, got {type(value).__name__}")
+        raise damaged_store(
+            path, f"run {str(key)[:10]}: field {field} must be a JSON object, got {type(value).__name__}"
+        )
     return value
 
 
@@ -413,7 +307,7 @@ def _check_metrics(path: Path, key: str, metrics: Mapping[str, Any]) -> None:
         detail = f"run {str(key)[:10]}: {str(exc).replace('field ', 'field metrics.', 1)}"
         if MIGRATION_HINT in detail:  # old, not damaged: the remedy is the migration, not a rebuild
             raise StoreError(f"{path}: {detail}") from None
-        raise _damaged(path, detail) from None
+        raise damaged_store(path, detail) from None
 
 
 def _row(values: Sequence[Any], path: Path) -> RunRow:
@@ -421,27 +315,29 @@ def _row(values: Sequence[Any], path: Path) -> RunRow:
     key, kind, spec, status, metrics, error, attempts, started, finished, seconds, revision, versions = values
     run = f"run {str(key)[:10]}"
     if kind not in SPEC_KINDS:
-        raise _damaged(path, f"{run}: field kind must be one of {', '.join(SPEC_KINDS)}, got {kind!r:.40}")
+        raise damaged_store(path, f"{run}: field kind must be one of {', '.join(SPEC_KINDS)}, got {kind!r:.40}")
     if status not in STATUSES:
-        raise _damaged(path, f"{run}: field status must be one of {', '.join(STATUSES)}, got {status!r:.40}")
+        raise damaged_store(path, f"{run}: field status must be one of {', '.join(STATUSES)}, got {status!r:.40}")
     spec_object = _json_object(path, key, "spec", spec, optional=False)
     assert spec_object is not None
     if kind == "train":
         missing = [name for name in TrainConfig.always_recorded() if name not in spec_object]
         if missing:
-            raise _damaged(path, f"{run}: field spec lacks {', '.join(missing[:3])} (every train spec records it)")
+            raise damaged_store(path, f"{run}: field spec lacks {', '.join(missing[:3])} (every train spec records it)")
     try:
         spec_from_record(kind, spec_object)
     except (TypeError, ValueError) as exc:
-        raise _damaged(path, f"{run}: field spec is not a valid {kind} spec ({' '.join(str(exc).split())})") from None
+        raise damaged_store(
+            path, f"{run}: field spec is not a valid {kind} spec ({' '.join(str(exc).split())})"
+        ) from None
     metrics_object = _json_object(path, key, "metrics", metrics, optional=True)
     if metrics_object is not None:
         _check_metrics(path, key, metrics_object)
     for name, value in (("seconds", seconds), ("started", started), ("finished", finished)):
         if value is not None and not _is_number(value):
-            raise _damaged(path, f"{run}: field {name} must be a number, got {value!r:.40}")
+            raise damaged_store(path, f"{run}: field {name} must be a number, got {value!r:.40}")
     if isinstance(attempts, bool) or not isinstance(attempts, int):
-        raise _damaged(path, f"{run}: field attempts must be an integer, got {attempts!r:.40}")
+        raise damaged_store(path, f"{run}: field attempts must be an integer, got {attempts!r:.40}")
     return RunRow(
         hash=key,
         kind=kind,

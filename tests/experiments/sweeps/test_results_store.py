@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from experiments.config import TrainConfig
-from experiments.sweeps.store import ResultsStore, StoreError
+from experiments.sweeps.store import ResultsStore
+from experiments.sweeps.store_file import StoreError
 
 PROV = {"git_revision": "abc", "versions": {"torch": "x"}}
 
