@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from experiments.analysis.records import Record
-from experiments.analysis.sweep_directory import CURVES_NAME, SweepDirectory
+from experiments.analysis.sweep_directory import CURVES_NAME, STORE_NAME, SweepDirectory
 from experiments.analysis.tightness import (
     Curve,
     TightnessCell,
@@ -23,6 +23,7 @@ from experiments.analysis.tightness import (
     tightness_cells,
 )
 from experiments.figures.tightness import plot_tightness_dimension
+from experiments.reporting.doc_sources import RESULTS_NAME
 from experiments.sweeps.preset_kit import Preset, ReportSection
 from theory.monte_carlo import DEFAULT_Z
 
@@ -179,3 +180,32 @@ def _render_bands(preset: Preset, records: Sequence[Record], out: Path, scale: s
 TIGHTNESS_BANDS = ReportSection("tightness-bands", _render_bands)
 """The tightness sweep's bands, one table and figure per d (the preset's own figure is the overview of every d,
 `experiments.figures.tightness.TIGHTNESS`)."""
+
+
+def tightness_block_lines(store: str, records: Sequence[Record]) -> list[str]:
+    """The lines of docs/bounds.md's ``tightness:STORE`` block (the tightness study declares it) from the records of
+    the committed store's tightness sweeps: per (d, r), the best model found beside the certified bound at the smallest
+    H, the tightest H and the largest H (errors to 3 decimals; ratio = best found / bound to 3 significant digits)."""
+    cells = [c for c in tightness_cells(records) if c.best_found is not None]
+    lines = [
+        f"Generated from `{RESULTS_NAME}/{store}/{STORE_NAME}` by `attnrank report --docs`; each entry is H: best "
+        "found vs certified bound.",
+        "",
+        "| d | r | smallest H | tightest H | largest H | best found / bound, smallest -> largest H | tightest |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def entry(cell: TightnessCell) -> str:
+        assert cell.best_found is not None
+        return f"{cell.H}: {cell.best_found[0]:.3f} vs {cell.bound:.3f}"
+
+    for d, r in sorted({(c.d, c.r) for c in cells}):
+        group = [c for c in cells if (c.d, c.r) == (d, r)]
+        shown = [_fmt(c.ratio, 3) for c in group]
+        tightest = min(group, key=lambda c: float(_fmt(c.ratio, 3)))
+        ties = [str(c.H) for c, text in zip(group, shown, strict=True) if text == _fmt(tightest.ratio, 3)]
+        lines.append(
+            f"| {d} | {r} | {entry(group[0])} | {entry(tightest)} | {entry(group[-1])} | {shown[0]} -> {shown[-1]} | "
+            f"{_fmt(tightest.ratio, 3)} (H = {', '.join(ties)}) |"
+        )
+    return lines

@@ -13,7 +13,8 @@ objects down.
 
 The registry: :data:`PRESETS` (name -> preset) and :func:`get_preset`; each preset's claim and scaling rules by name
 (:data:`CLAIMS`, :data:`SCALING_RULES`, :func:`judge`: the single place a sweep's claim is judged, so a claim is never
-judged two ways).
+judged two ways); the generated doc blocks a study declares (:data:`DOC_BLOCK_KINDS`, from each module's optional
+``DOC_BLOCKS``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from types import ModuleType
 from typing import Any
 
 from experiments.analysis.records import Record
+from experiments.reporting.doc_sources import DocBlockKind
 from experiments.sweeps import runner
 from experiments.sweeps.grading import Claim, ScalingRule, Verdict
 from experiments.sweeps.preset_kit import Preset
@@ -67,6 +69,11 @@ def module_of(preset_name: str) -> ModuleType:
             return module
     raise ValueError(f"no study module defines preset {preset_name!r}")
 
+
+DOC_BLOCK_KINDS: tuple[DocBlockKind, ...] = tuple(
+    kind for module in STUDY_MODULES for kind in getattr(module, "DOC_BLOCKS", ())
+)
+"""The generated doc blocks the study modules declare (a module's optional ``DOC_BLOCKS``), in registry order."""
 
 PRESETS: dict[str, Preset] = {p.name: p for p in registered_presets()}
 """Preset name -> preset, in the registry's order (:data:`STUDY_MODULES`)."""

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from experiments.analysis.records import Record, evaluation
 from experiments.config import TrainConfig
 from experiments.figures.tightness import TIGHTNESS
-from experiments.reporting.tightness_report import TIGHTNESS_BANDS
+from experiments.reporting.doc_sources import DocBlockKind, DocSources
+from experiments.reporting.tightness_report import TIGHTNESS_BANDS, tightness_block_lines
 from experiments.sweeps.grading import (
     Claim,
     Verdict,
@@ -196,3 +197,19 @@ PRESET = Preset(
 
 PRESETS = (PRESET,)
 """This module's presets, in the order `experiments.studies` lists them."""
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Its block in the docs: docs/bounds.md's band of the committed store its marker names (``tightness:tightness-cpu``).
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def tightness_block(sources: DocSources, store: str) -> list[str]:
+    """``tightness:STORE``: the band of this preset's sweeps in the committed store STORE
+    (`experiments.reporting.tightness_report.tightness_block_lines`)."""
+    records = [r for preset, _, rs in sources.sweeps(store) if preset == PRESET.name for r in rs]
+    return tightness_block_lines(store, records)
+
+
+DOC_BLOCKS = (DocBlockKind("tightness", tightness_block, 1, 1),)
+"""The doc block kinds this study declares (`experiments.publish.doc_blocks` collects every study's)."""

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from experiments.analysis.tightness import TightnessCell, heads_for_target, ratio_slope, tightness_cells
-from experiments.publish.doc_blocks import gpu_runs
+from experiments.publish.gpu_call_blocks import gpu_runs
 from experiments.reporting.scaling_report import claim_records
 from experiments.reporting.sweep_report import checked_sweeps
 from experiments.studies import CLAIMS, PRESETS, SCALING_RULES, judge
@@ -41,6 +41,8 @@ from theory.harmonics import sign_energy_tail
 from theory.majority_vote_error import majority_vote_error
 
 ROOT = Path(__file__).resolve().parents[2]
+GPU_CALLS = ROOT / "results" / "gpu-2026-12-04"
+"""The archives of the first GPU calls (experiments.publish.gpu_call_blocks reads them)."""
 
 Record = dict[str, Any]
 
@@ -342,11 +344,11 @@ def _agreement() -> float:
 
 
 def _gpu_ms(preset: str, call: str = "call1") -> list[float]:
-    return [g.ms_per_step for g in gpu_runs(ROOT) if g.preset == preset and g.call == call]
+    return [g.ms_per_step for g in gpu_runs(GPU_CALLS) if g.preset == preset and g.call == call]
 
 
 def _gpu_fig1_l3_steps() -> list[float]:
-    return [g.steps_reached for g in gpu_runs(ROOT) if g.preset == "fig1" and int(g.config["layers"]) == 3]
+    return [g.steps_reached for g in gpu_runs(GPU_CALLS) if g.preset == "fig1" and int(g.config["layers"]) == 3]
 
 
 @cache
@@ -941,7 +943,7 @@ STATEMENTS: tuple[Statement, ...] = (
     Statement(
         "results/gpu-2026-12-04/README.md",
         "concatenated L = 3 runs also sat at 1.0000 through {} steps",
-        lambda: [span([g.steps_reached for g in gpu_runs(ROOT) if g.preset == "posn"], ".0f")],
+        lambda: [span([g.steps_reached for g in gpu_runs(GPU_CALLS) if g.preset == "posn"], ".0f")],
     ),
     Statement(
         "results/gpu-2026-12-04/README.md",

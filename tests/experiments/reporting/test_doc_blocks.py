@@ -14,18 +14,14 @@ from pathlib import Path
 import pytest
 
 from experiments.cli.main import main
-from experiments.publish.doc_blocks import (
-    BLOCK_KINDS,
-    control_at_step,
-    find_blocks,
-    gpu_runs,
-    regime_control,
-    rendered_docs,
-    sitting_spans,
-    store_facts,
-)
+from experiments.publish.doc_blocks import BLOCK_KINDS, find_blocks, rendered_docs
+from experiments.publish.gpu_call_blocks import gpu_runs
+from experiments.publish.store_blocks import control_at_step, regime_control, sitting_spans, store_facts
+from experiments.reporting.doc_sources import DocSources
+from experiments.studies import DOC_BLOCK_KINDS, PRESETS
 
 ROOT = Path(__file__).resolve().parents[3]
+SOURCES = DocSources(ROOT, PRESETS)
 SMALL_STORE = ROOT / "results" / "icl-cpu" / "results.sqlite"
 IN_GIT = (ROOT / ".git").exists() and shutil.which("git") is not None
 
@@ -48,6 +44,19 @@ def test_the_docs_use_every_kind_of_block() -> None:
     """Each kind is used somewhere (an unused generator would be tested by nothing but this module's tests)."""
     used = {block.name.split(":")[0] for now, _ in rendered_docs(ROOT).values() for block in find_blocks(now, "doc")}
     assert used == set(BLOCK_KINDS), set(BLOCK_KINDS) ^ used
+
+
+def test_the_generators_name_no_preset_store_or_dated_path() -> None:
+    """What a block reads is named by its doc's marker (a store, a folder, a recorded run's date) and each kind is
+    declared by the module that owns its source: the publishing code spells no preset's name and no date."""
+    modules = [*sorted((ROOT / "experiments" / "publish").glob("*.py")), ROOT / "experiments/reporting/doc_sources.py"]
+    for path in modules:
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"\d{4}-\d{2}-\d{2}", text), path
+        named = [name for name in PRESETS if f'"{name}"' in text or f"'{name}'" in text]
+        assert not named, (path, named)
+    declared = {kind.name for kind in DOC_BLOCK_KINDS}
+    assert "tightness" in declared and declared <= set(BLOCK_KINDS)  # the tightness study declares its own block
 
 
 def _root(tmp_path: Path, doc: str) -> Path:
@@ -99,10 +108,10 @@ def test_store_facts_state_the_store_and_a_hand_edit_inside_a_block_is_stale(tmp
 def test_store_facts_say_when_runs_went_on_from_a_checkpoint() -> None:
     """icl-cpu's two runs that stopped near their end and resumed in a second sitting (its README says so) trained
     longer than their recorded span, and the wall-time line says so; figN-cpu trained in one go and has no caveat."""
-    [resumed] = [line for line in store_facts(ROOT, "icl-cpu") if line.startswith("- Wall time")]
+    [resumed] = [line for line in store_facts(SOURCES, "icl-cpu") if line.startswith("- Wall time")]
     assert "(2 runs trained longer than their recorded span: a run that goes on from a checkpoint" in resumed
     assert "two resumed runs" in (ROOT / "results" / "icl-cpu" / "README.md").read_text(encoding="utf-8")
-    [single] = [line for line in store_facts(ROOT, "figN-cpu") if line.startswith("- Wall time")]
+    [single] = [line for line in store_facts(SOURCES, "figN-cpu") if line.startswith("- Wall time")]
     assert "recorded span" not in single
 
 
@@ -176,7 +185,7 @@ def test_sittings_split_where_the_results_index_splits_them() -> None:
 def test_gpu_step_costs_are_read_from_the_archived_metrics() -> None:
     """The archives of the first GPU calls give the step costs their README once copied by hand (issue 41: the hand
     copies disagreed at the last digit): conjecture6 52.3 ms, not 53; icl 94.4 to 190.7 ms."""
-    runs = gpu_runs(ROOT)
+    runs = gpu_runs(ROOT / "results" / "gpu-2026-12-04")
     by_preset: dict[str, list[float]] = {}
     for run in runs:
         by_preset.setdefault(run.preset, []).append(run.ms_per_step)
@@ -201,7 +210,7 @@ def test_regime_control_rows_are_the_committed_curves_at_the_last_population_ste
         control_runs = [
             (h, json.loads(s), json.loads(m)) for h, s, m in db.execute("SELECT hash, spec, metrics FROM runs")
         ]
-    lines = regime_control(ROOT, "fig1-d64-replay-cpu", "fig1-d64-cpu")
+    lines = regime_control(SOURCES, "fig1-d64-replay-cpu", "fig1-d64-cpu")
     rows = [line for line in lines if line.startswith("| N=")]
     assert len(rows) == len(replay_specs)
     checked = 0
@@ -243,7 +252,7 @@ def test_a_control_run_that_stopped_before_the_step_says_where_it_ended() -> Non
 
 def test_regime_control_says_when_the_control_has_no_such_cell() -> None:
     """Negative control: against a store of another preset, no cell matches, and every row says so."""
-    rows = [line for line in regime_control(ROOT, "fig1-d64-replay-cpu", "icl-cpu") if line.startswith("| N=")]
+    rows = [line for line in regime_control(SOURCES, "fig1-d64-replay-cpu", "icl-cpu") if line.startswith("| N=")]
     assert rows and all(row.endswith("| no such cell |") for row in rows)
 
 
