@@ -117,15 +117,21 @@ def _committed_files(results_dir: Path) -> list[str] | None:
     return None if listed is None else sorted(name for name in listed.split("\0") if name)
 
 
-def _sittings(rows: Sequence[tuple[float, float]]) -> tuple[float, ...]:
-    """Seconds of each sitting, from the runs' (started, finished) intervals (module docstring)."""
+def sitting_spans(intervals: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """(start, end) of each sitting: runs' (started, finished) intervals, overlapping or apart by at most `SITTING_GAP`
+    seconds, merged (a longer gap begins a new sitting)."""
     spans: list[list[float]] = []
-    for start, end in sorted(rows):
+    for start, end in sorted(intervals):
         if spans and start <= spans[-1][1] + SITTING_GAP:
             spans[-1][1] = max(spans[-1][1], end)
         else:
             spans.append([start, end])
-    return tuple(end - start for start, end in spans)
+    return [(start, end) for start, end in spans]
+
+
+def _sittings(rows: Sequence[tuple[float, float]]) -> tuple[float, ...]:
+    """Seconds of each sitting, from the runs' (started, finished) intervals (module docstring)."""
+    return tuple(end - start for start, end in sitting_spans(rows))
 
 
 def _day(timestamp: float) -> str:

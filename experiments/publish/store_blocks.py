@@ -24,7 +24,7 @@ from experiments.analysis.run_curves import Curve
 from experiments.analysis.sweep_directory import STORE_NAME
 from experiments.config import EXECUTION_FIELDS, TrainConfig
 from experiments.figures.sweeps import parameter_line
-from experiments.publish.results_index import SITTING_GAP, committed_stores
+from experiments.publish.results_index import SITTING_GAP, committed_stores, sitting_spans
 from experiments.reporting.doc_sources import RESULTS_NAME, DocBlockKind, DocSources
 from experiments.reporting.scaling_report import claim_records
 from experiments.studies import CLAIMS, SCALING_RULES, judge
@@ -67,18 +67,6 @@ def _duration(seconds: float) -> str:
 def _utc(timestamp: float, with_day: bool) -> str:
     moment = datetime.datetime.fromtimestamp(timestamp, tz=datetime.UTC)
     return moment.strftime("%Y-%m-%d %H:%M:%S" if with_day else "%H:%M:%S")
-
-
-def sitting_spans(intervals: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
-    """(start, end) of each sitting: runs' (started, finished) intervals grouped as the results index groups them (a
-    gap of more than `SITTING_GAP` seconds begins a new sitting)."""
-    spans: list[list[float]] = []
-    for start, end in sorted(intervals):
-        if spans and start <= spans[-1][1] + SITTING_GAP:
-            spans[-1][1] = max(spans[-1][1], end)
-        else:
-            spans.append([start, end])
-    return [(start, end) for start, end in spans]
 
 
 def numbers_text(numbers: Mapping[str, float]) -> str:

@@ -16,7 +16,8 @@ import pytest
 from experiments.cli.main import main
 from experiments.publish.doc_blocks import BLOCK_KINDS, find_blocks, rendered_docs
 from experiments.publish.gpu_call_blocks import gpu_runs
-from experiments.publish.store_blocks import control_at_step, regime_control, sitting_spans, store_facts
+from experiments.publish.results_index import sitting_spans
+from experiments.publish.store_blocks import control_at_step, regime_control, store_facts
 from experiments.reporting.doc_sources import DocSources
 from experiments.studies import DOC_BLOCK_KINDS, PRESETS
 
