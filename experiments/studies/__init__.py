@@ -29,6 +29,7 @@ from experiments.analysis.records import Record
 from experiments.reporting.doc_sources import DocBlockKind
 from experiments.sweeps import runner
 from experiments.sweeps.grading import Claim, ScalingRule, Verdict
+from experiments.sweeps.preflight import with_request_signature
 from experiments.sweeps.preset_kit import Preset
 from theory.validation import check_choice
 
@@ -99,6 +100,7 @@ def judge(preset: str, records: Sequence[Record]) -> Verdict | None:
     return None if claim is None else claim.judge(records)
 
 
+@with_request_signature
 def run_sweep(preset: str | Preset, scale: str, out: Path | str, **options: Any) -> dict[str, Any]:
     """`experiments.sweeps.runner.run_sweep` of the preset called ``preset`` (or of a Preset): the public API's entry
     (`attnrank.run_sweep`), the layers below never looking a preset up by name. ``options`` are the other fields of

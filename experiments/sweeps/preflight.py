@@ -30,12 +30,13 @@ A Ray sweep runs on the cluster's machines, not this one: its memory is not chec
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from experiments.config import TrainConfig
 from experiments.packing import PACK_VARYING_FIELDS, SEED_FIELDS, unit_key
@@ -246,6 +247,21 @@ class CheckedSweep:
     workers: int
     specs: tuple[RunSpec, ...]
     selected: tuple[RunSpec, ...]
+
+
+_Entry = TypeVar("_Entry", bound=Callable[..., Any])
+
+
+def with_request_signature(entry: _Entry) -> _Entry:
+    """``entry(preset, scale, out, **options)`` shown (``help``, `inspect.signature`) with `SweepRequest`'s other
+    fields as its keyword-only parameters, by name and default: a sweep entry point takes the request's fields, and
+    its signature is read from the one type rather than written again."""
+    own = list(inspect.signature(entry).parameters.values())
+    fields = list(inspect.signature(SweepRequest).parameters.values())
+    assert [p.name for p in own[:3]] == [f.name for f in fields[:3]] and own[3].kind is inspect.Parameter.VAR_KEYWORD
+    options = [field.replace(kind=inspect.Parameter.KEYWORD_ONLY) for field in fields[3:]]
+    setattr(entry, "__signature__", inspect.signature(entry).replace(parameters=[*own[:3], *options]))  # noqa: B010
+    return entry
 
 
 def check_sweep_request(request: SweepRequest) -> CheckedSweep:

@@ -28,7 +28,13 @@ from experiments.packing import PACK_VARYING_FIELDS, SEED_FIELDS
 from experiments.sweeps.backends import run_tasks
 from experiments.sweeps.extensions import seed_extensions
 from experiments.sweeps.grouping import group_into_packs
-from experiments.sweeps.preflight import CheckedSweep, SweepRequest, check_sweep_request, resolve_runs
+from experiments.sweeps.preflight import (
+    CheckedSweep,
+    SweepRequest,
+    check_sweep_request,
+    resolve_runs,
+    with_request_signature,
+)
 from experiments.sweeps.preset_kit import Preset
 from experiments.sweeps.run_specs import RunSpec, spec_kind
 from experiments.sweeps.store import DONE_STATUSES, ResultsStore
@@ -148,6 +154,7 @@ def _rebuild(preset: str, scale: str, out: Path, specs: tuple[RunSpec, ...]) -> 
     }
 
 
+@with_request_signature
 def run_sweep(preset: Preset, scale: str, out: Path | str, **options: Any) -> dict[str, Any]:
     """Run (or finish) the sweep ``preset`` at ``scale`` into ``out``: the request (`SweepRequest`; ``options`` are
     its other fields, by name) checked once (`experiments.sweeps.preflight.check_sweep_request`), then
