@@ -130,7 +130,7 @@ def steps_to_target(curve: Sequence[tuple[int, float]], target: float) -> int | 
     """The last step of the first epoch whose mean training loss is <= ``target`` (None when none is).
 
     Args:
-        curve: (step, epoch-mean loss) rows in step order (`experiments.analysis.run_curves.run_curve`).
+        curve: (step, epoch-mean loss) rows in step order (`SweepDirectory.run_curve`).
         target: the error to reach.
     """
     for step, loss in curve:

@@ -58,7 +58,7 @@ def project_curve(
     """Fit the epochs of ``curve`` after ``warmup_steps`` and evaluate the fit at ``end_step``.
 
     Args:
-        curve: (step, epoch-mean loss) rows in step order (`experiments.analysis.run_curves.run_curve`).
+        curve: (step, epoch-mean loss) rows in step order (`SweepDirectory.run_curve`).
         batch_size: samples per step (n = step x batch size).
         warmup_steps: epochs ending at or before this step are left out (the loss there follows the rising rate).
         end_step: the schedule's last step (100k for the paper's fig1).
