@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 
 from experiments.analysis.compute_scaling import PowerLawFit, floor_text
 from experiments.analysis.records import Record
+from experiments.analysis.sweep_directory import REPORT_NAME
 from experiments.publish.results_index import committed_stores
 from experiments.publish.store_blocks import numbers_text, significant
 from experiments.reporting.doc_sources import RESULTS_NAME, DocBlockKind, DocSources
@@ -63,10 +64,7 @@ def long_scale(sources: DocSources) -> list[str]:
                 graded.append(f"{_steps(steps)}: {grade.value} ({significant(ratio) if ratio is not None else '-'}x)")
             verdict = found.text.split(" (")[0].split(":")[0]
             floors = f"{_fit_floor(found.fits.get('worse'))} vs {_fit_floor(found.fits.get('better'))}"
-            lines.append(
-                f"| [{store}](../results/{store}/report.md) | {rule.name} | {'; '.join(graded)} | {verdict} | "
-                f"{floors} |"
-            )
+            lines.append(f"| {_report_link(store)} | {rule.name} | {'; '.join(graded)} | {verdict} | {floors} |")
         controls += _temperature_rows(store, preset, records)
     if controls:
         lines += [
@@ -79,6 +77,11 @@ def long_scale(sources: DocSources) -> list[str]:
             *controls,
         ]
     return lines
+
+
+def _report_link(store: str) -> str:
+    """A link from docs/ to the committed store's report."""
+    return f"[{store}](../{RESULTS_NAME}/{store}/{REPORT_NAME})"
 
 
 def _steps(steps: int) -> str:
@@ -107,9 +110,7 @@ def _temperature_rows(store: str, preset: str, records: Sequence[Record]) -> lis
             if any(v is None for v in verdicts):
                 continue
             texts = [f"**{v.grade.value}** ({numbers_text(v.numbers)})" for v in verdicts if v is not None]
-            rows.append(
-                f"| [{store}](../results/{store}/report.md) | {d}, {_steps(steps)} | {name} | {texts[0]} | {texts[1]} |"
-            )
+            rows.append(f"| {_report_link(store)} | {d}, {_steps(steps)} | {name} | {texts[0]} | {texts[1]} |")
     return rows
 
 

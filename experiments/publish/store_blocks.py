@@ -21,7 +21,7 @@ from typing import Any
 
 from experiments.analysis.records import Record
 from experiments.analysis.run_curves import Curve
-from experiments.analysis.sweep_directory import STORE_NAME
+from experiments.analysis.sweep_directory import CURVES_NAME, POPULATION_NAME, REPORT_NAME, STORE_NAME
 from experiments.config import EXECUTION_FIELDS, TrainConfig
 from experiments.figures.sweeps import parameter_line
 from experiments.publish.results_index import SITTING_GAP, committed_stores, sitting_spans
@@ -88,7 +88,7 @@ def _claim_line(preset: str, scale: str, records: Sequence[Record]) -> str | Non
 def store_facts(sources: DocSources, store: str) -> list[str]:
     """``store-facts:STORE``: what ``results/STORE/results.sqlite`` records about its runs (module docstring)."""
     lines = [
-        f"Generated from `{STORE_NAME}` by `attnrank report --docs` ([report.md](report.md) has every number):",
+        f"Generated from `{STORE_NAME}` by `attnrank report --docs` ([{REPORT_NAME}]({REPORT_NAME}) has every number):",
         "",
     ]
     for preset, scale, records in sources.sweeps(store):
@@ -153,8 +153,9 @@ def store_claims(sources: DocSources) -> list[str]:
     """``store-claims``: one row per sweep of every committed store: its claim's grade and the numbers behind it (on
     the runs its report judges) and, for a long sweep, each scaling rule's verdict."""
     lines = [
-        "Generated from every committed `results/<store>/results.sqlite` by `attnrank report --docs`: each claim's "
-        "grade by its own predicate, on the runs the store's report.md judges, with the numbers behind it.",
+        f"Generated from every committed `{RESULTS_NAME}/<store>/{STORE_NAME}` by `attnrank report --docs`: each "
+        f"claim's grade by its own predicate, on the runs the store's {REPORT_NAME} judges, with the numbers behind "
+        "it.",
         "",
         "| store | sweep | claim: grade and the numbers behind it |",
         "|---|---|---|",
@@ -293,7 +294,8 @@ def regime_control(sources: DocSources, store: str, control: str) -> list[str]:
     for key, record, loss, _ in _regime_cells(sources, control):
         controls.setdefault(key, []).append((int(record["seed"]), loss, record.get("best_loss")))
     lines = [
-        f"Generated from `results/{store}/` and the control `results/{control}/` (`curves.csv`, `population.csv`, "
+        f"Generated from `{RESULTS_NAME}/{store}/` and the control `{RESULTS_NAME}/{control}/` (`{CURVES_NAME}`, "
+        f"`{POPULATION_NAME}`, "
         f"`{STORE_NAME}`) by `attnrank report --docs`; each run is compared at its last population measurement, step "
         f"P (population error on the first {CURVE_SAMPLES:,} held-out samples, as the run measured it along its curve; "
         'the control\'s epoch loss on fresh batches estimates its own; "ends at S" where a control run stopped before '
