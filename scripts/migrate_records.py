@@ -18,8 +18,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from experiments.analysis.sweep_directory import RUNS_NAME, STORE_NAME, SweepDirectory
 from experiments.sweeps.record_migration import migrate_run_directory, migrate_store
-from experiments.sweeps.runner import RUNS_DIR, STORE_NAME
 from experiments.training.run_directory import CONFIG_NAME, RESULT_NAME
 
 
@@ -27,18 +27,19 @@ def migrate(directory: Path) -> list[str]:
     """Upgrade every record under ``directory``; one line per store or run directory looked at."""
     if not directory.is_dir():
         raise ValueError(f"DIR: {directory} is not a directory")
-    store = directory / STORE_NAME
-    runs = sorted(p for p in (directory / RUNS_DIR).glob("*") if p.is_dir()) if (directory / RUNS_DIR).is_dir() else []
+    sweep = SweepDirectory(directory)
+    store = sweep.store
+    runs = sorted(p for p in sweep.runs.glob("*") if p.is_dir()) if sweep.runs.is_dir() else []
     is_run = (directory / CONFIG_NAME).is_file() or (directory / RESULT_NAME).is_file()
     if not (store.is_file() or runs or is_run):
-        raise ValueError(f"DIR: {directory} holds no {STORE_NAME}, no {RUNS_DIR}/ and no run records")
+        raise ValueError(f"DIR: {directory} holds no {STORE_NAME}, no {RUNS_NAME}/ and no run records")
     lines = []
     if store.is_file():
         done = migrate_store(store)
         lines.append(f"{store}: {done.upgraded} upgraded of {done.records} records")
     changed = [path for run in ([directory] if is_run else runs) for path in migrate_run_directory(run)]
     if is_run or runs:
-        where = directory if is_run else directory / RUNS_DIR
+        where = directory if is_run else sweep.runs
         lines.append(f"{where}: {len(changed)} upgraded files" + "".join(f"\n  {path}" for path in changed))
     return lines
 
