@@ -23,7 +23,7 @@ Training and sweeping:
     load_trained_model(out_dir) (in the run's recorded precision: a float64 import comes back float64)
     PRESETS, run_sweep(preset, scale, out)
 Reading a store (a sweep's --out directory, or a committed one under results/):
-    read_store(directory) -> [RunRow]   every run: spec, status, metrics (the one run record: population error, theorem2, ...)
+    read_store(directory) -> [RunRow]   every run: spec, status, metrics (the one run record: population error, ...)
     read_curves(directory, column="loss" | "population") -> {run hash: [(step, value)]}   its training curves
 The paper's training data (docs/training.md, "Training data"):
     reference_training_set(d, N, batch_size, batches, seed, workers=7) -> (X, target)   the reference's fixed set,

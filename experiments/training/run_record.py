@@ -52,9 +52,7 @@ CORE_FIELDS = ("final_loss", "best_loss", "steps", "diverged", "seconds")
 LEGACY_FIELDS = ("error", "error_stderr", "n_samples", "error_upper_4se", "bound_lower", "bound_upper", "consistent")
 """Top-level fields of the records written before this schema (the depth runs' fresh error, a least-squares run's
 bound), and the error fields ``theorem2`` held then: named by the refusal with the migration that upgrades them."""
-MIGRATION_HINT = (
-    "a record from before the one metric record: upgrade it with `python scripts/migrate_records.py DIR`"
-)
+MIGRATION_HINT = "a record from before the one metric record: upgrade it with `python scripts/migrate_records.py DIR`"
 """What a refusal of a legacy field tells the reader to do."""
 
 _WORDS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
