@@ -13,7 +13,7 @@ from experiments.studies import get_preset
 def _run(layers: int, width: int, error: float, seed: int) -> dict:
     base = {"model": "theory", "task": "nearest", "N": 2, "rank": 1, "d": 8, "seed": seed, "status": "finished"}
     return {**base, "layers": layers, "width": width, "positional_dim": 8 if layers == 2 else 0,
-            "error": error, "error_stderr": 0.001}  # fmt: skip
+            "population_error": error, "population_stderr": 0.001, "population_samples": 20_000}  # fmt: skip
 
 
 def test_depth_figure_is_drawn(tmp_path: Path) -> None:
