@@ -5,8 +5,8 @@ them to the model's device as float32. On a GPU that draw is not hidden behind t
 lead for the step costs measured on an H200 (results/gpu-2026-12-04/README.md: 17-190 ms per step where the
 arithmetic alone needs a few ms). This benchmark measures, in one process on the CPU:
 
-- ``draw``: the training loop's own draw (`experiments.training.loop.draw_each`: ``task.sample`` in float64, then
-  ``.to(cpu, float32)``), median over repeats;
+- ``draw``: the training loop's own draw (`experiments.training.packed.TrainedRuns.draw`: ``task.sample`` in
+  float64, then ``.to(cpu, float32)``), median over repeats;
 - ``step``: one whole optimiser step of the training loop (`Training.optimizer_step`: the same draw, forward,
   backward, AdamW), median over repeats, after warm-up steps; the baseline: ``draw / step`` is the draw's share of a
   CPU step;
@@ -32,7 +32,6 @@ import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -45,7 +44,9 @@ sys.path.insert(0, str(REPOSITORY))
 
 from experiments.config import TrainConfig  # noqa: E402
 from experiments.studies import get_preset  # noqa: E402
-from experiments.training.loop import RunDirectory, draw_each, start_or_resume  # noqa: E402
+from experiments.training.packed import TrainedRuns  # noqa: E402
+from experiments.training.run_loop import Training  # noqa: E402
+from experiments.training.run_start import fresh_run  # noqa: E402
 
 WARMUP_STEPS = 3
 """Optimiser steps taken before timing (first-call allocations, AdamW state creation)."""
@@ -91,15 +92,14 @@ def _median_seconds(action: Callable[[], object], repeats: int) -> float:
 def time_cell(config: TrainConfig, repeats: int) -> dict[str, Any]:
     """Medians (ms) of the draw, the whole CPU step and the float32 randn floor for one config."""
     config = TrainConfig(**{**config.to_dict(), "device": "cpu", "compile": False, "bf16": False})
-    with tempfile.TemporaryDirectory() as scratch:
-        training, _ = start_or_resume(config, RunDirectory(Path(scratch)))
-        for _ in range(WARMUP_STEPS):
-            training.optimizer_step()
-        step = _median_seconds(training.optimizer_step, repeats)
-    task, device = training.task, torch.device("cpu")
+    training = Training.of(TrainedRuns([fresh_run(config)]))  # the run as `attnrank train` starts it
+    for _ in range(WARMUP_STEPS):
+        training.optimizer_step()
+    step = _median_seconds(training.optimizer_step, repeats)
+    task, runs = training.task, training.runs
     generator = torch.Generator().manual_seed(12345)
-    draw = _median_seconds(lambda: draw_each(task.at_step(0), config.batch_size, [generator], device), repeats)
-    (batch,) = draw_each(task.at_step(0), config.batch_size, [generator], device)
+    draw = _median_seconds(lambda: runs.draw(task.at_step(0), [generator]), repeats)
+    batch = runs.draw(task.at_step(0), [generator])
     numbers = batch.tokens.numel()
     randn32 = _median_seconds(lambda: torch.randn(numbers, generator=generator, dtype=torch.float32), repeats)
     return {

@@ -66,8 +66,9 @@ from torch import nn  # noqa: E402
 from experiments.config import TrainConfig  # noqa: E402
 from experiments.models.encoder import PaperEncoderLayer  # noqa: E402
 from experiments.models.factory import TaskModel  # noqa: E402
-from experiments.training.loop import EpochStatistics, SingleModel, Training  # noqa: E402
-from experiments.training.run import build_run, resolve_device, sampler_generator  # noqa: E402
+from experiments.training.packed import TrainedRuns  # noqa: E402
+from experiments.training.run_loop import Training  # noqa: E402
+from experiments.training.run_start import fresh_run  # noqa: E402
 from experiments.training.schedule import make_optimizer, optimizer_kind  # noqa: E402
 
 PAPER_CELL = {
@@ -164,20 +165,19 @@ class ReferenceEncoder(nn.Module):
 # ----------------------------------------------------------------------------------------------------- the timings
 def build_training(config: TrainConfig, path: str) -> Training:
     """The loop's state for one model of ``config`` (path: ours, today or reference), ready to step."""
-    device = resolve_device(config.device)
-    task, model = build_run(config, device)
+    run = fresh_run(config)  # the run as `attnrank train` starts it: task, model, AdamW, schedule, generator
     if path == "today":
-        model = with_plain_feed_forward(model)
+        run.model = with_plain_feed_forward(run.model)
     elif path == "reference":
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(config.seed)
             network = ReferenceEncoder(config.d, config.rank, config.width, config.ffn_dim, config.layers)
-        model = TaskModel(task, network, "encoder").to(device)
-    model.train()
-    optimizer, scheduler = make_optimizer(model.parameters(), config, optimizer_kind(config, device))
-    sampler = sampler_generator(config.data_seed_value, config.sampler, device)
-    models = SingleModel(model, task, config, device)
-    return Training(config, task, models, [sampler], optimizer, scheduler, EpochStatistics.fresh(1, device), device)
+        run.model = TaskModel(run.task, network, "encoder").to(run.device)
+    if path != "ours":
+        kind = optimizer_kind(config, run.device)
+        run.optimizer, run.scheduler = make_optimizer(run.model.parameters(), config, kind)
+    run.model.train()
+    return Training.of(TrainedRuns([run]))
 
 
 def _timed(action: Callable[[], object], inner: int) -> tuple[float, float]:

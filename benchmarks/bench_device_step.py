@@ -50,11 +50,10 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY))
 
 from experiments.config import TrainConfig  # noqa: E402
-from experiments.models.packed import pack_models  # noqa: E402
-from experiments.training.loop import EpochStatistics, Training  # noqa: E402
-from experiments.training.packed import PackedModels  # noqa: E402
-from experiments.training.run import build_run, resolve_device, sampler_generator  # noqa: E402
-from experiments.training.schedule import make_optimizer, optimizer_kind  # noqa: E402
+from experiments.training.packed import TrainedRuns  # noqa: E402
+from experiments.training.run import resolve_device  # noqa: E402
+from experiments.training.run_loop import Training  # noqa: E402
+from experiments.training.run_start import fresh_run  # noqa: E402
 from experiments.training.step_capture import matmul_precision  # noqa: E402
 
 PAPER_CELL = {
@@ -141,15 +140,11 @@ def _median_ms(action: Callable[[], object], repeats: int, device: torch.device,
 
 
 def build_training(configs: list[TrainConfig]) -> Training:
-    """The loop's state for a pack of ``configs`` (as `training.packed` builds it), ready to step."""
-    device = resolve_device(configs[0].device)
-    runs = [build_run(c, device) for c in configs]
-    task = runs[0][0]
-    network = pack_models([m.train() for _, m in runs], configs, task)
-    optimizer, scheduler = make_optimizer(network.parameters, configs[0], optimizer_kind(configs[0], device))
-    samplers = [sampler_generator(c.seed, c.sampler, device) for c in configs]
-    stats = EpochStatistics.fresh(len(configs), device)
-    return Training(configs[0], task, PackedModels(network), samplers, optimizer, scheduler, stats, device)
+    """The loop's state for a pack of ``configs`` (as `training.loop.train_packed` builds it), ready to step."""
+    runs = [fresh_run(c) for c in configs]
+    for run in runs:
+        run.model.train()
+    return Training.of(TrainedRuns(runs))
 
 
 def time_pack(configs: list[TrainConfig], repeats: int, inner: int) -> float:

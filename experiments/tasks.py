@@ -210,9 +210,9 @@ class Task:
         return 0
 
     def readout(self, outputs: torch.Tensor) -> torch.Tensor:
-        """Select the predictions from a sequence model's outputs (B, T, d_out)."""
+        """Select the predictions from a sequence model's outputs (B, T, d_out) (or a pack's (K, B, T, d_out))."""
         if self.query_task:
-            return outputs[:, -1, :]  # (B, d_out); the answer sits at the query token
+            return outputs[..., -1, :]  # (B, d_out); the answer sits at the query token
         return outputs  # (B, N, d_out)
 
     def error(self, prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -413,7 +413,7 @@ class LinearRegressionTask(Task):
         return Batch(tokens=tokens, target=y, context=X, aux=w)
 
     def readout(self, outputs: torch.Tensor) -> torch.Tensor:
-        return outputs[:, 0::2, 0]  # (B, N); first coordinate at the x_i positions
+        return outputs[..., 0::2, 0]  # (B, N); first coordinate at the x_i positions
 
     def error_by_position(self, prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """(B, N) squared error / d at each number of in-context examples 0 .. N-1."""

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.training.checkpoints import STATS_FIELDS, load_checkpoint
-from experiments.training.loop import check_epoch_rows
+from experiments.training.run_start import check_epoch_rows
 from experiments.training.run_directory import RunDirectory
 
 

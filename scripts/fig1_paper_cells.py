@@ -96,7 +96,7 @@ def main(argv: list[str]) -> int:
         return 0
     if action != "train":
         raise ValueError(f"action must be train or finished, got {action!r}")
-    from experiments.training.packed import train_packed  # loads torch (the listing above does not need it)
+    from experiments.training.loop import train_packed  # loads torch (the listing above does not need it)
 
     results = train_packed(configs, directories, progress=True)
     rows = [

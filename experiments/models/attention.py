@@ -32,6 +32,13 @@ over blocks), and the attention of all heads is one batched call (``torch.nn.fun
 for softmax, which never stores the (B, H, N, N) score tensor, or batched matmuls for hardmax). No Python loop runs
 over heads; the default "blockwise" path loops over a few groups of whole blocks to stay in cache (`IMPLEMENTATIONS`
 lists the interchangeable ways softmax attention is computed).
+
+Packs (`experiments.models.run_axis`): a module stacked by `run_axis.stack_models` computes K runs at once, its
+parameters and inputs carrying a leading run axis, by the same code (products through `run_axis.linear`). Each run
+keeps its own score scale, folded into its query rows, and with standard value maps its own rank: H r = c d whatever
+r is, so the runs' parameters stack, and the attention core is called once per group of consecutive runs of equal
+rank. A pack computes softmax attention by the "blockwise" or "fused" path (not hardmax, not "plain"), all blocks of
+a layer in one group (its K runs already make the products wide).
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from torch import nn
 
 from experiments.model_kinds import ATTENTIONS, VALUE_MAPS
 from experiments.models.attention_cores import grouped_attention
+from experiments.models.run_axis import linear, per_run
 from theory.validation import check_choice, check_heads, check_int, check_rank, check_real, check_temperature
 
 HARDMAX_GRADIENTS = ("none", "straight-through")
@@ -104,6 +112,9 @@ class RankedMultiheadAttention(nn.Module):
             the ``implementation`` attribute (e.g. `use_implementation` on a whole model).
         device, dtype: factory arguments for the parameters.
     """
+
+    runs: int | None = None
+    """K when this module computes a pack of K runs (`run_axis.stack_models`), None for a single run."""
 
     def __init__(
         self,
@@ -196,6 +207,45 @@ class RankedMultiheadAttention(nn.Module):
     def implementation(self, name: str) -> None:
         self._implementation = check_choice("implementation", name, IMPLEMENTATIONS)
 
+    def stack_runs(self, modules: Sequence[RankedMultiheadAttention]) -> None:
+        """Make this module (a copy of ``modules[0]`` whose parameters `run_axis.stack_models` is stacking) compute the
+        K runs ``modules``, each with its own score scale (temperature x score_scale) and, for standard value maps,
+        its own rank; ValueError when they differ in anything else that shapes the arithmetic."""
+        for k, other in enumerate(modules):
+            same = (other.d_model, other.width, other.value, other.attention, other.causal, other.has_bias)
+            if same != (self.d_model, self.width, self.value, self.attention, self.causal, self.has_bias):
+                raise ValueError(f"attention of run {k} differs from run 0's in more than its rank and temperature")
+            if other.heads * other.rank != self.heads * self.rank or (self.value == "full" and other.rank != self.rank):
+                raise ValueError(f"attention of run {k} has another rank than run 0's, which its shapes cannot take")
+        if self.attention != "softmax":
+            raise ValueError("only softmax attention can be packed")
+        device = self.in_proj_weight.device
+        scales = [m.temperature * m.score_scale for m in modules]  # each run's factor on <q, k>
+        row_scale = torch.ones(len(modules), 3, dtype=torch.float32, device=device)  # (K, 3): q, k, v rows
+        row_scale[:, 0] = torch.tensor(scales, dtype=torch.float32, device=device)
+        self.run_row_scale = row_scale
+        # Consecutive runs of equal rank: (first run, last run + 1, rank), one attention-core call each.
+        segments: list[tuple[int, int, int]] = []
+        for k, module in enumerate(modules):
+            if segments and segments[-1][2] == module.rank:
+                segments[-1] = (segments[-1][0], k + 1, module.rank)
+            else:
+                segments.append((k, k + 1, module.rank))
+        self.run_segments = tuple(segments)
+
+    def _row_scale(self, x: torch.Tensor) -> torch.Tensor:
+        """Factors on the q, k, v rows of the in-projection: (3,) for a single run, (K, 3) for a pack (run k's score
+        scale on its q rows, so the attention core receives pre-scaled queries)."""
+        if self.runs is None:
+            scale = self.temperature * self.score_scale
+            return torch.tensor([scale, 1.0, 1.0], dtype=x.dtype, device=x.device)  # (3,)
+        return self.run_row_scale.to(x.dtype)  # (K, 3)
+
+    def _segments(self) -> tuple[tuple[int, int, int], ...]:
+        """(first run, last run + 1, rank) of each group of consecutive runs of equal rank: one group for a single
+        run."""
+        return ((0, 1, self.rank),) if self.runs is None else self.run_segments
+
     def extra_repr(self) -> str:
         return (
             f"d_model={self.d_model}, rank={self.rank}, heads={self.heads}, width={self.width}, value={self.value!r}, "
@@ -222,40 +272,54 @@ class RankedMultiheadAttention(nn.Module):
 
     # ------------------------------------------------------------------------------------------------ projections
     def _project(self, x_query: torch.Tensor, x_context: torch.Tensor | None) -> list[torch.Tensor]:
-        """q, k (and v for standard) of all heads as (B, H, N, r) views (one matmul per distinct input)."""
-        H, r = self.heads, self.rank
+        """q, k (and v for standard) of all heads as (B, H, N, r) views (one matmul per distinct input); a pack's as
+        (K B, H, N, r), run-major, each run's score scale folded into its query rows."""
+        H, r, d = self.heads, self.rank, self.d_model
         n_proj = 3 if self.value == "standard" else 2
+        weight: torch.Tensor = self.in_proj_weight  # (n_proj H r, d); a pack's (K, n_proj H r, d)
+        bias: torch.Tensor | None = self.in_proj_bias  # (n_proj H r,); a pack's (K, n_proj H r)
+        if self.runs is not None:
+            K = self.runs
+            rows = self._row_scale(x_query)[:, :n_proj]  # (K, n_proj)
+            weight = (weight.view(K, n_proj, H * r, d) * rows[:, :, None, None]).view(K, n_proj * H * r, d)
+            if bias is not None:
+                bias = (bias.view(K, n_proj, H * r) * rows[:, :, None]).view(K, n_proj * H * r)
         if x_context is None:
-            B, N, _ = x_query.shape
-            qkv = F.linear(x_query, self.in_proj_weight, self.in_proj_bias)  # (B, N, n_proj H r)
-            qkv = qkv.view(B, N, n_proj, H, r)  # (B, N, n_proj, H, r)
+            N = x_query.shape[-2]
+            qkv = linear(x_query, weight, bias).view(-1, N, n_proj, H, r)  # (B, N, n_proj, H, r)
             return [t.transpose(1, 2) for t in qkv.unbind(2)]  # n_proj x (B, H, N, r)
-        B, Nq, _ = x_query.shape
-        N = x_context.shape[1]
-        w_q, w_rest = self.in_proj_weight[: H * r], self.in_proj_weight[H * r :]
+        Nq, N = x_query.shape[-2], x_context.shape[-2]
+        w_q, w_rest = weight[..., : H * r, :], weight[..., H * r :, :]
         b_q = b_rest = None
-        if self.in_proj_bias is not None:
-            b_q, b_rest = self.in_proj_bias[: H * r], self.in_proj_bias[H * r :]
-        q = F.linear(x_query, w_q, b_q).view(B, Nq, H, r).transpose(1, 2)  # (B, H, Nq, r)
-        rest = F.linear(x_context, w_rest, b_rest).view(B, N, n_proj - 1, H, r)  # (B, N, n_proj - 1, H, r)
+        if bias is not None:
+            b_q, b_rest = bias[..., : H * r], bias[..., H * r :]
+        q = linear(x_query, w_q, b_q).view(-1, Nq, H, r).transpose(1, 2)  # (B, H, Nq, r)
+        rest = linear(x_context, w_rest, b_rest).view(-1, N, n_proj - 1, H, r)  # (B, N, n_proj - 1, H, r)
         return [q] + [t.transpose(1, 2) for t in rest.unbind(2)]  # n_proj x (B, H, N., r)
 
     def _check_inputs(
         self, x_query: torch.Tensor, x_context: torch.Tensor | None, score_bias: torch.Tensor | None
-    ) -> tuple[int, int, int]:
-        if x_query.dim() != 3 or x_query.shape[2] != self.d_model:
-            raise ValueError(f"x_query must have shape (B, N_q, {self.d_model}), got {tuple(x_query.shape)}")
-        B, Nq, _ = x_query.shape
+    ) -> tuple[tuple[int, ...], int, int, int]:
+        """(the run axis: () or (K,), B, N_q, N) of valid inputs; ValueError naming the input otherwise."""
+        lead: tuple[int, ...] = () if self.runs is None else (self.runs,)
+        form = "".join(f"{k}, " for k in lead)
+        if x_query.dim() != len(lead) + 3 or x_query.shape[: len(lead)] != lead or x_query.shape[-1] != self.d_model:
+            raise ValueError(f"x_query must have shape ({form}B, N_q, {self.d_model}), got {tuple(x_query.shape)}")
+        B, Nq, _ = x_query.shape[-3:]
         N = Nq
         if x_context is not None:
-            if x_context.dim() != 3 or x_context.shape[0] != B or x_context.shape[2] != self.d_model:
-                raise ValueError(f"x_context must have shape ({B}, N, {self.d_model}), got {tuple(x_context.shape)}")
-            N = x_context.shape[1]
+            matches = x_context.dim() == x_query.dim() and x_context.shape[:-2] == x_query.shape[:-2]
+            if not matches or x_context.shape[-1] != self.d_model:
+                shape = tuple(x_context.shape)
+                raise ValueError(f"x_context must have shape ({form}{B}, N, {self.d_model}), got {shape}")
+            N = x_context.shape[-2]
         if self.causal and N != Nq:
             raise ValueError(f"causal attention needs as many queries as keys, got N_q = {Nq} and N = {N}")
         if score_bias is not None and tuple(score_bias.shape) != (self.heads, N):
             raise ValueError(f"score_bias must have shape (H, N) = ({self.heads}, {N}), got {tuple(score_bias.shape)}")
-        return B, Nq, N
+        if self.runs is not None and (score_bias is not None or self.implementation == "plain"):
+            raise ValueError("a pack computes attention by the 'blockwise' or 'fused' path, without score_bias")
+        return lead, B, Nq, N
 
     # ---------------------------------------------------------------------------------------------------- weights
     def _scores(self, q: torch.Tensor, k: torch.Tensor, score_bias: torch.Tensor | None) -> torch.Tensor:
@@ -280,7 +344,7 @@ class RankedMultiheadAttention(nn.Module):
     def attention_weights(
         self, x_query: torch.Tensor, x_context: torch.Tensor | None = None, score_bias: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """Attention weights of every head.
+        """Attention weights of every head (a single run's module).
 
         Args:
             x_query: (B, N_q, d) queries.
@@ -290,6 +354,8 @@ class RankedMultiheadAttention(nn.Module):
         Returns:
             (B, H, N_q, N) weights summing to 1 over the last axis.
         """
+        if self.runs is not None:
+            raise ValueError("attention_weights reads a single run's module, not a pack")
         self._check_inputs(x_query, x_context, score_bias)
         q, k = self._project(x_query, x_context)[:2]
         return self._weights_from_scores(self._scores(q, k, score_bias))
@@ -301,14 +367,14 @@ class RankedMultiheadAttention(nn.Module):
         """Attention output.
 
         Args:
-            x_query: (B, N_q, d) queries.
-            x_context: (B, N, d) context tokens, or None for self-attention over x_query.
-            score_bias: optional (H, N) additive score terms (see the module docstring).
+            x_query: (B, N_q, d) queries; a pack's (K, B, N_q, d).
+            x_context: (B, N, d) context tokens (a pack's (K, B, N, d)), or None for self-attention over x_query.
+            score_bias: optional (H, N) additive score terms (see the module docstring; not for a pack).
 
         Returns:
-            (B, N_q, d) outputs.
+            (B, N_q, d) outputs; a pack's (K, B, N_q, d).
         """
-        B, Nq, N = self._check_inputs(x_query, x_context, score_bias)
+        lead, B, Nq, N = self._check_inputs(x_query, x_context, score_bias)
         if (
             self.implementation == "blockwise"
             and self.value == "standard"
@@ -323,20 +389,25 @@ class RankedMultiheadAttention(nn.Module):
         if self.value == "standard":
             values = projected[2]  # (B, H, N, r)
         else:
-            values = context.unsqueeze(1).expand(B, self.heads, N, self.d_model)  # (B, H, N, d): no copy
-        mixed = self._mix(q, k, values, score_bias)  # (B, H, Nq, e), e = r (standard) or d (full)
+            flat = context.reshape(-1, N, self.d_model)  # (B, N, d): a pack's runs and samples in one axis
+            values = flat.unsqueeze(1).expand(flat.shape[0], self.heads, N, self.d_model)  # (B, H, N, d): no copy
+        # A pack's score scales are already in its queries (`_project`).
+        scale = self.temperature * self.score_scale if self.runs is None else 1.0
+        mixed = self._mix(q, k, values, score_bias, scale)  # (B, H, Nq, e), e = r (standard) or d (full)
         e = mixed.shape[-1]
-        mixed = mixed.transpose(1, 2).reshape(B, Nq, self.heads * e)  # (B, Nq, H e), heads concatenated
+        mixed = mixed.transpose(1, 2).reshape(*lead, B, Nq, self.heads * e)  # (B, Nq, H e), heads concatenated
         if self.value == "standard":
             assert self.out_proj_weight is not None
             # sum over blocks of O_b (block b's concatenated heads) is one product with [O^0 | ... | O^{H-1}].
-            out = F.linear(mixed, self.out_proj_weight) * (1.0 / self.width)  # (B, Nq, d)
+            out = linear(mixed, self.out_proj_weight) * (1.0 / self.width)  # (B, Nq, d)
         else:
             assert self.value_weight is not None
-            stacked = self.value_weight.permute(1, 0, 2).reshape(self.d_model, self.heads * self.d_model)  # (d, H d)
-            out = F.linear(mixed, stacked)  # (B, Nq, d): sum_h V_h mixed_h
+            d = self.d_model
+            stacked = self.value_weight.transpose(-3, -2).reshape(*lead, d, self.heads * d)  # (d, H d)
+            out = linear(mixed, stacked)  # (B, Nq, d): sum_h V_h mixed_h
         if self.out_proj_bias is not None:
-            out = out + self.out_proj_bias.mean(dim=0)  # (B, Nq, d): average of the blocks' output biases
+            bias = self.out_proj_bias.mean(dim=-2)  # (d,): average of the blocks' output biases; a pack's (K, d)
+            out = out + (bias if self.runs is None else per_run(bias, out))  # (B, Nq, d)
         return out
 
     def _blockwise_self_attention(self, x: torch.Tensor) -> torch.Tensor:
@@ -353,30 +424,39 @@ class RankedMultiheadAttention(nn.Module):
         backward is one concatenation), not by per-group slicing (whose backward zero-fills a full-size gradient
         per group), and q, k, v come from three products rather than one product split by ``unbind`` (whose
         backward stacks the three gradients into a new (B, N, 3, h, r) tensor per group). A single group (c <=
-        ``block_chunk``) has nothing to split: one wide in-projection of all heads, as the "fused" path.
+        ``block_chunk``) has nothing to split: one wide in-projection of all heads, as the "fused" path. A pack
+        (x (K, B, N, d)) is always one group, its attention core called once per run of equal rank (`_segments`).
         """
-        B, N, d = x.shape
+        lead = x.shape[:-3]  # (): a single run; (K,): a pack
+        B, N, d = x.shape[-3:]
         H, r = self.heads, self.rank
         group = (d // r) * self.block_chunk  # heads per group
         sizes = [min(group, H - h0) * r for h0 in range(0, H, group)]  # rows of each group
         assert self.out_proj_weight is not None
-        scale = self.temperature * self.score_scale
         # The average over blocks, out = (1/c) sum_b O_b m_b + mean_b(bias_b), is folded into the output product:
         # the (d, H r) output weights are scaled by 1/c (a weight-sized product, not an activation-sized one) and the
         # mean bias is the product's own bias (addmm), so no extra pass over the (B, N, d) output remains.
         out_weight = self.out_proj_weight if self.width == 1 else self.out_proj_weight * (1.0 / self.width)  # (d, H r)
-        out_bias = None if self.out_proj_bias is None else self.out_proj_bias.mean(dim=0)  # (d,)
+        out_bias = None if self.out_proj_bias is None else self.out_proj_bias.mean(dim=-2)  # (d,)
         # Likewise the score scale is folded into the query rows of the in-projection (and their biases), so the
         # attention core receives pre-scaled queries and makes no pass of its own to scale them.
-        row_scale = torch.tensor([scale, 1.0, 1.0], dtype=x.dtype, device=x.device)  # (3,): q, k, v rows
-        in_weight = self.in_proj_weight.view(3, H * r, d) * row_scale[:, None, None]  # (3, H r, d)
-        in_bias = None if self.in_proj_bias is None else self.in_proj_bias.view(3, H * r) * row_scale[:, None]
-        if len(sizes) == 1:  # one group (c <= block_chunk): one wide in-projection, nothing to split
-            flat_bias = None if in_bias is None else in_bias.view(3 * H * r)  # (3 H r,)
-            qkv = F.linear(x, in_weight.view(3 * H * r, d), flat_bias).view(B, N, 3, H, r)  # (B, N, 3, H, r)
-            q, k, v = (t.transpose(1, 2) for t in qkv.unbind(2))  # 3 x (B, H, N, r)
-            mixed = grouped_attention(q, k, v, 1.0, self.causal)  # (B, H, N, r)
-            return F.linear(mixed.transpose(1, 2).reshape(B, N, H * r), out_weight, out_bias)  # (B, N, d)
+        row_scale = self._row_scale(x)  # (3,): q, k, v rows; a pack's (K, 3)
+        in_weight = self.in_proj_weight.view(*lead, 3, H * r, d) * row_scale[..., None, None]  # (3, H r, d)
+        in_bias = None if self.in_proj_bias is None else self.in_proj_bias.view(*lead, 3, H * r) * row_scale[..., None]
+        if self.runs is not None or len(sizes) == 1:  # one group: one wide in-projection, nothing to split
+            flat_bias = None if in_bias is None else in_bias.view(*lead, 3 * H * r)  # (3 H r,)
+            qkv = linear(x, in_weight.view(*lead, 3 * H * r, d), flat_bias)  # (B, N, 3 H r)
+            mixed = []
+            for first, last, rank in self._segments():  # a single run: one segment
+                heads = H * r // rank
+                runs = qkv.view(-1, N, 3, heads, rank)  # (B, N, 3, H, r); a pack's (K B, ...), run-major
+                part = runs if self.runs is None else runs[first * B : last * B]  # this segment's runs
+                q, k, v = (t.transpose(1, 2) for t in part.unbind(2))  # 3 x (B, H, N, r)
+                core = grouped_attention(q, k, v, 1.0, self.causal)  # (B, H, N, r): queries already scaled
+                segment = () if self.runs is None else (last - first,)
+                mixed.append(core.transpose(1, 2).reshape(*segment, B, N, H * r))  # (B, N, H r)
+            joined = mixed[0] if len(mixed) == 1 else torch.cat(mixed, dim=0)  # (B, N, H r); a pack's (K, ...)
+            return linear(joined, out_weight, out_bias)  # (B, N, d)
         weights = [part.split(sizes) for part in in_weight.unbind(0)]  # q (scaled), k, v rows of each group
         biases = None if in_bias is None else [part.split(sizes) for part in in_bias.unbind(0)]
         outputs = out_weight.split(sizes, dim=1)  # each (d, h r), already scaled by 1/c
@@ -388,30 +468,26 @@ class RankedMultiheadAttention(nn.Module):
                 F.linear(flat, weights[j][g], None if biases is None else biases[j][g]).view(B, N, h, r).transpose(1, 2)
                 for j in range(3)
             )  # 3 x (B, h, N, r)
-            mixed = grouped_attention(q, k, v, 1.0, self.causal)  # (B, h, N, r): queries already scaled
-            mixed = mixed.transpose(1, 2).reshape(B * N, rows)  # (B N, h r)
+            mixed_group = grouped_attention(q, k, v, 1.0, self.causal)  # (B, h, N, r): queries already scaled
+            mixed_group = mixed_group.transpose(1, 2).reshape(B * N, rows)  # (B N, h r)
             if out is None:
-                out = F.linear(mixed, outputs[g], out_bias)  # (B N, d): the first group carries the mean bias
+                out = F.linear(mixed_group, outputs[g], out_bias)  # (B N, d): the first group carries the mean bias
             else:
-                out = torch.addmm(out, mixed, outputs[g].t())  # (B N, d): accumulated in place of a separate add
+                out = torch.addmm(out, mixed_group, outputs[g].t())  # (B N, d): accumulated in place of an add
         assert out is not None
         return out.view(B, N, d)  # (B, N, d)
 
     def _mix(
-        self, q: torch.Tensor, k: torch.Tensor, values: torch.Tensor, score_bias: torch.Tensor | None
+        self, q: torch.Tensor, k: torch.Tensor, values: torch.Tensor, score_bias: torch.Tensor | None, scale: float
     ) -> torch.Tensor:
-        """sum_i w[h, j, i] values[h, i] for every head: (B, H, Nq, e)."""
+        """sum_i w[h, j, i] values[h, i] for every head, ``scale`` on <q, k> (the temperature times the score
+        scale; 1.0 for queries already scaled): (B, H, Nq, e)."""
         if self.attention == "softmax" and self.implementation != "plain":
             mask = None
             if score_bias is not None:
                 mask = (self.temperature * score_bias)[None, :, None, :]  # (1, H, 1, N), added after the scale
             return F.scaled_dot_product_attention(
-                q,
-                k,
-                values,
-                attn_mask=mask,
-                is_causal=self.causal,
-                scale=self.temperature * self.score_scale,
+                q, k, values, attn_mask=mask, is_causal=self.causal, scale=scale
             )  # (B, H, Nq, e)
         weights = self._weights_from_scores(self._scores(q, k, score_bias))  # (B, H, Nq, N)
         return torch.matmul(weights, values)  # (B, H, Nq, e)

@@ -18,6 +18,9 @@ Positional encodings (learned, one row per position, ``max_length`` rows):
   The learned map is the default because the last L2Norm makes the whole D-vector have norm |scale|, so the first d
   coordinates alone have a norm that depends on how much of it sits in the positional coordinates; the map (like the
   ``readout`` of the theory transformer's weight files) removes that coupling.
+
+A pack of K encoders (`experiments.models.run_axis.stack_models`) is the same modules with a leading run axis on
+every parameter and input: x (K, B, N, d).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from torch import nn
 
 from experiments.model_kinds import LAYER_INITS, POSITIONALS
 from experiments.models.feed_forward import relu_feed_forward
+from experiments.models.run_axis import linear, per_run
 from experiments.models.spec import AttentionSpec
 from theory.validation import check_choice, check_int, check_real
 
@@ -43,6 +47,9 @@ class L2Norm(nn.Module):
         init_scale: initial value of the scalar (1.0: outputs on the unit sphere, like the data).
         eps: the norm is clamped below at eps (as torch.nn.functional.normalize).
     """
+
+    runs: int | None = None
+    """K for a pack's norm (``scale`` (K,), one per run), None for a single run's."""
 
     def __init__(
         self,
@@ -61,8 +68,9 @@ class L2Norm(nn.Module):
             self.scale.fill_(self.init_scale)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Args: x (..., D). Returns: (..., D), each row of norm |scale|."""
-        return self.scale * F.normalize(x, dim=-1, eps=self.eps)
+        """Args: x (..., D); a pack's (K, ..., D). Returns: x's shape, each row of norm |scale| (run k's own)."""
+        scale = self.scale if self.runs is None else per_run(self.scale, x)  # (), or (K, 1, ..., 1)
+        return scale * F.normalize(x, dim=-1, eps=self.eps)
 
 
 class PaperEncoderLayer(nn.Module):
@@ -94,13 +102,15 @@ class PaperEncoderLayer(nn.Module):
         self.norm2 = L2Norm(device=device, dtype=dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Args: x (B, N, D). Returns: (B, N, D)."""
+        """Args: x (B, N, D); a pack's (K, B, N, D). Returns: x's shape."""
         h = self.norm1(x + self.self_attn(x))  # (B, N, D)
-        return self.norm2(h + self.feed_forward(h.reshape(-1, h.shape[-1])).view(h.shape))  # (B N, D) -> (B, N, D)
+        tokens = h.reshape(*h.shape[:-3], -1, h.shape[-1])  # (B N, D); a pack's (K, B N, D)
+        return self.norm2(h + self.feed_forward(tokens).view(h.shape))  # (B, N, D)
 
     def feed_forward(self, h: torch.Tensor) -> torch.Tensor:
-        """linear2(relu(linear1(h))) on tokens h (M, D): (M, D), bitwise as written with F.linear and F.relu but with
-        fewer passes over the (M, ffn_dim) hidden activations (`feed_forward.relu_feed_forward`)."""
+        """linear2(relu(linear1(h))) on tokens h (M, D), a pack's (K, M, D): h's shape, bitwise as written with
+        F.linear and F.relu but with fewer passes over the (M, ffn_dim) hidden activations
+        (`feed_forward.relu_feed_forward`)."""
         linear1, linear2 = self.linear1, self.linear2
         return relu_feed_forward(h, linear1.weight, linear1.bias, linear2.weight, linear2.bias)  # (M, D)
 
@@ -203,24 +213,30 @@ class PaperEncoder(nn.Module):
             self.readout.weight.zero_()
             self.readout.weight[:, : self.d].copy_(torch.eye(self.d))
 
+    runs: int | None = None
+    """K for a pack of K encoders (inputs (K, B, N, d)), None for a single run's."""
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Args: x (B, N, d). Returns: (B, N, d)."""
-        if x.dim() != 3 or x.shape[2] != self.d:
-            raise ValueError(f"x must have shape (B, N, {self.d}), got {tuple(x.shape)}")
-        B, N, _ = x.shape
+        """Args: x (B, N, d); a pack's (K, B, N, d). Returns: x's shape."""
+        lead = () if self.runs is None else (self.runs,)
+        if x.dim() != len(lead) + 3 or x.shape[: len(lead)] != lead or x.shape[-1] != self.d:
+            form = "".join(f"{k}, " for k in lead)
+            raise ValueError(f"x must have shape ({form}B, N, {self.d}), got {tuple(x.shape)}")
+        N = x.shape[-2]
         if self.max_length is not None and N > self.max_length:
             raise ValueError(f"the sequence length N must be <= max_length = {self.max_length}, got {N}")
-        if self.positional == "additive":
+        if self.positional != "none":
             assert self.position_table is not None
-            x = x + self.position_table[:N]  # (B, N, d)
-        elif self.positional == "concat":
-            assert self.position_table is not None
-            codes = self.position_table[:N].unsqueeze(0).expand(B, N, self.positional_dim)  # (B, N, p)
-            x = torch.cat([x, codes], dim=-1)  # (B, N, d + p)
+            table = self.position_table[..., :N, :].unsqueeze(-3)  # (1, N, .); a pack's (K, 1, N, .)
+            if self.positional == "additive":
+                x = x + table  # (B, N, d)
+            else:
+                codes = table.expand(*x.shape[:-1], self.positional_dim)  # (B, N, p)
+                x = torch.cat([x, codes], dim=-1)  # (B, N, d + p)
         for layer in self.layers:
             x = layer(x)  # (B, N, D)
         if self.positional != "concat":
             return x
         if self.readout is not None:
-            return self.readout(x)  # (B, N, d)
+            return linear(x, self.readout.weight)  # (B, N, d)
         return x[..., : self.d]  # (B, N, d)

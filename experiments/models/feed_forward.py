@@ -34,6 +34,15 @@ where the function's Python-level backward (about 0.1 ms a call) costs more than
 hidden activations are smaller than `FUNCTION_MIN_HIDDEN_BYTES` keep the composition; either way the numbers are
 the same.
 
+A pack's block (the (K, M, D) form, K runs of `experiments.models.run_axis`) runs a few runs at a time on a CPU
+(`FFN_CHUNK_BYTES`): the hidden activations are the one large tensor of a small run ((M, F) floats: 1 MiB at M =
+1024, F = 256), and computed for all K runs at once they leave the processor's caches, so the products and the ReLU
+(forward and backward) then run at memory speed. Measured on a 2-core AMD EPYC (512 KiB L2 per core, one thread),
+the block's forward + backward for K = 10 took 43 ms in one piece against 19 ms in pieces of two runs and 17 ms run
+by run. On a GPU the block is one batched product for all K runs (chunks would only add kernel launches). Each
+chunk goes through this function like any block, so the chunks' numbers are those of the block computed run by run
+in the batched form.
+
 The composition is also used instead of the function under autocast (the function's backward would meet bfloat16
 activations with float32 weights), while torch.compile traces (inductor fuses the block itself), and for
 non-contiguous weights (the layouts above assume contiguous ones). Not differentiable twice.
@@ -47,6 +56,8 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
+FFN_CHUNK_BYTES = 2 * 2**20
+"""Largest hidden activation of a pack's block computed in one piece on a CPU (module docstring)."""
 FUNCTION_MIN_HIDDEN_BYTES = 4 * 2**20
 """Smallest (.., M, F) hidden activations that go through the function rather than the composition (module docstring):
 the paper's d = 64 cell (32 MiB) does, the cpu-scale cells (d = 16, FFN 256, 128 x 8 tokens: 1 MiB) do not."""
@@ -159,6 +170,27 @@ def relu_feed_forward(
             f"x must be (M, D) with 2-D weights or (K, M, D) with 3-D weights, got x {tuple(x.shape)}, "
             f"w1 {tuple(w1.shape)}, w2 {tuple(w2.shape)}"
         )
+    if x.dim() == 3 and x.device.type == "cpu":
+        K, M, _ = x.shape
+        chunk = max(1, FFN_CHUNK_BYTES // max(M * w1.shape[1] * x.element_size(), 1))  # runs per piece
+        if chunk < K:
+            parts = []
+            for start in range(0, K, chunk):
+                part = slice(start, start + chunk)
+                b1_part, b2_part = None if b1 is None else b1[part], None if b2 is None else b2[part]
+                parts.append(_block(x[part], w1[part], b1_part, w2[part], b2_part))  # (k, M, D)
+            return torch.cat(parts, dim=0)  # (K, M, D)
+    return _block(x, w1, b1, w2, b2)
+
+
+def _block(
+    x: torch.Tensor,
+    w1: torch.Tensor,
+    b1: torch.Tensor | None,
+    w2: torch.Tensor,
+    b2: torch.Tensor | None,
+) -> torch.Tensor:
+    """`relu_feed_forward` of one piece: the function, or the composition where it gains nothing (module docstring)."""
     hidden_bytes = x.shape[:-1].numel() * w1.shape[-2] * x.element_size()
     if (
         hidden_bytes < FUNCTION_MIN_HIDDEN_BYTES

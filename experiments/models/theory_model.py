@@ -17,6 +17,9 @@ is then exactly theory.attention.multihead_attention, including an optional per-
 Hardmax (temperature = inf): forward is the one-hot argmax with exact ties split evenly; by default no gradient
 flows through the weights (their derivative is 0 almost everywhere), so training moves only V and the readout;
 ``hardmax_gradient="straight-through"`` instead back-propagates through softmax at ``surrogate_temperature``.
+
+A pack of K theory models (`experiments.models.run_axis.stack_models`; softmax, the query-only update) is the same
+module with a leading run axis on every parameter and input: X (K, B, N, d), y (K, B, d).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import torch
 from torch import nn
 
 from experiments.models.attention import RankedMultiheadAttention
+from experiments.models.run_axis import linear
 from experiments.models.spec import AttentionSpec
 from theory.validation import check_choice, check_int
 
@@ -144,39 +148,47 @@ class TheoryModel(nn.Module):
         if self.score_bias is not None:
             self.score_bias.zero_()
 
+    runs: int | None = None
+    """K for a pack of K theory models (inputs (K, B, N, d) and (K, B, d)), None for a single run's."""
+
     def streams(self, X: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Final residual streams.
 
         Args:
-            X: (B, N, d) contexts.
-            y: (B, d) queries.
+            X: (B, N, d) contexts; a pack's (K, B, N, d).
+            y: (B, d) queries; a pack's (K, B, d).
 
         Returns:
-            (query streams (B, D), context streams (B, N, D)).
+            (query streams (B, D), context streams (B, N, D)); a pack's with the leading K.
         """
-        if X.dim() != 3 or X.shape[2] != self.d or X.shape[1] < 1:
-            raise ValueError(f"X must have shape (B, N, {self.d}) with N >= 1, got {tuple(X.shape)}")
-        B, N, _ = X.shape
+        lead = () if self.runs is None else (self.runs,)
+        form = "".join(f"{k}, " for k in lead)
+        if X.dim() != len(lead) + 3 or X.shape[: len(lead)] != lead or X.shape[-1] != self.d or X.shape[-2] < 1:
+            raise ValueError(f"X must have shape ({form}B, N, {self.d}) with N >= 1, got {tuple(X.shape)}")
+        B, N, _ = X.shape[-3:]
         if self.context_length is not None and N != self.context_length:
             raise ValueError(f"X must have N = context_length = {self.context_length} tokens, got {N}")
-        if y.shape != (B, self.d):
-            raise ValueError(f"y must have shape ({B}, {self.d}) to match X, got {tuple(y.shape)}")
-        context, query = X, y.unsqueeze(1)  # (B, N, d), (B, 1, d)
+        if y.shape != (*lead, B, self.d):
+            raise ValueError(f"y must have shape ({form}{B}, {self.d}) to match X, got {tuple(y.shape)}")
+        context, query = X, y.unsqueeze(-2)  # (B, N, d), (B, 1, d)
         if self.p > 0:
-            context = torch.cat([X, self.context_codes.expand(B, N, self.p)], dim=-1)  # (B, N, D)
-            query = torch.cat([y, self.query_code.expand(B, self.p)], dim=-1).unsqueeze(1)  # (B, 1, D)
+            codes = self.context_codes.unsqueeze(-3).expand(*X.shape[:-1], self.p)  # (B, N, p)
+            context = torch.cat([X, codes], dim=-1)  # (B, N, D)
+            code = self.query_code.unsqueeze(-2).expand(*y.shape[:-1], self.p)  # (B, p)
+            query = torch.cat([y, code], dim=-1).unsqueeze(-2)  # (B, 1, D)
         for layer in self.attention_layers:
             if self.update == "all":
                 # One call: queries are the N context tokens and the query token, keys/values the context only.
-                update = layer(torch.cat([context, query], dim=1), context)  # (B, N + 1, D)
-                context = context + update[:, :N]  # (B, N, D)
-                query = query + update[:, N:]  # (B, 1, D)
+                update = layer(torch.cat([context, query], dim=-2), context)  # (B, N + 1, D)
+                context = context + update[..., :N, :]  # (B, N, D)
+                query = query + update[..., N:, :]  # (B, 1, D)
             else:
                 update = layer(query, context, score_bias=self.score_bias)  # (B, 1, D)
                 query = query + update if self.residual else update
-        return query[:, 0], context
+        return query[..., 0, :], context
 
     def forward(self, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """Args: X (B, N, d) contexts, y (B, d) queries. Returns: (B, d) outputs readout @ s_q."""
+        """Args: X (B, N, d) contexts, y (B, d) queries (a pack's with the leading K). Returns: (B, d) outputs
+        readout @ s_q."""
         query, _ = self.streams(X, y)  # (B, D)
-        return query @ self.readout.T  # (B, d)
+        return linear(query, self.readout)  # (B, d)

@@ -31,8 +31,7 @@ from experiments.sweeps.run_specs import RandomFeaturesSpec, spec_from_record
 from experiments.sweeps.solve_least_squares import solve_least_squares_heads
 from experiments.sweeps.work import RunOutcome, RunPack, RunTask, WorkItem
 from experiments.training.evaluation import evaluate_trained
-from experiments.training.loop import train
-from experiments.training.packed import train_packed
+from experiments.training.loop import train, train_packed
 from experiments.training.provenance import provenance
 from experiments.training.run_directory import RunDirectory
 from experiments.training.run_lock import run_directory_lock

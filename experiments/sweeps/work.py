@@ -23,7 +23,7 @@ class RunTask:
 @dataclass(frozen=True)
 class RunPack:
     """Training tasks whose configs may share a pack (`experiments.packing.unit_key`), trained in one process and one
-    step (`training.packed.train_packed`), each in its own run directory with its own checkpoints."""
+    step (`training.loop.train_packed`), each in its own run directory with its own checkpoints."""
 
     tasks: tuple[RunTask, ...]
 

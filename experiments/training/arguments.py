@@ -54,7 +54,7 @@ def check_pack_arguments(
     """`train_packed`'s arguments, validated (nothing is created): a non-empty list or tuple of TrainConfig whose
     stacked runs fit in memory, as many distinct run directories, progress and its interval as for `train`.
 
-    Whether the configs may share a pack is `experiments.packing.unit_key`'s (`training.packed.check_packable`).
+    Whether the configs may share a pack is `experiments.packing.unit_key`'s.
 
     Returns:
         (configs, out_dirs as Paths, progress, progress_interval).

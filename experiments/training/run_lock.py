@@ -2,7 +2,7 @@
 
 Two processes training into one directory used to corrupt each other (config.json of one, checkpoint.pt and
 result.json of the other, both exiting 0; issue 50). Every writer of a run directory therefore holds this lock for as
-long as it writes: `experiments.training.loop.train` and `experiments.training.packed.train_packed` (so ``attnrank
+long as it writes: `experiments.training.loop.train` and `experiments.training.loop.train_packed` (so ``attnrank
 train``, the Python API and every sweep worker, `experiments.sweeps.execute`), and a sweep driver while it seeds an
 extension's directory (`experiments.sweeps.extensions`). A second writer is refused at once, never made to wait: a
 `RunDirectoryBusy` (a ValueError, so the command line prints it as its one line, exit status 2) naming the directory

@@ -19,8 +19,7 @@ from experiments.config import TrainConfig
 from experiments.sweeps.execute import execute_task
 from experiments.sweeps.work import RunTask
 from experiments.training.checkpoints import load_checkpoint
-from experiments.training.loop import train
-from experiments.training.packed import train_packed
+from experiments.training.loop import train, train_packed
 from experiments.training.run_lock import RunDirectoryBusy, lock_holder
 from tests.experiments.cli.cli_fuzz import invoke, refusal_problems
 from tests.hostile.common import RUN_FLAGS, SHORT, cli_env, lock_held_elsewhere, snapshot, train_short_run

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from experiments.config import TrainConfig
-from experiments.training.loop import train
-from experiments.training.packed import train_packed
+from experiments.training.loop import train, train_packed
 from tests.experiments.cli.cli_fuzz import invoke, refusal_problems
 from tests.hostile.common import RUN_FLAGS, SHORT, FifoRescuer, copy_run, snapshot, train_short_run
 

@@ -18,10 +18,10 @@ import torch
 import torch.nn.functional as F
 
 from experiments.config import TrainConfig
-from experiments.models import feed_forward, packed
+from experiments.models import feed_forward
 from experiments.models.encoder import PaperEncoder, PaperEncoderLayer
 from experiments.models.feed_forward import relu_feed_forward
-from experiments.models.packed import PackedEncoder, pack_models
+from experiments.models.run_axis import stack_models
 from experiments.models.spec import AttentionSpec
 from experiments.training.run import build_run
 
@@ -196,15 +196,17 @@ def test_packed_block_is_bitwise_the_written_out_chunks(path: str, monkeypatch: 
     """The packed encoder's feed-forward block (several chunks of runs) against baddbmm, relu, baddbmm per chunk."""
     configs = [TrainConfig(task="farthest", d=8, N=4, ffn_dim=16, batch_size=4, rank=4, seed=s) for s in range(3)]
     task = build_run(configs[0], torch.device("cpu"))[0]
-    network = pack_models([build_run(c, torch.device("cpu"))[1] for c in configs], configs, task)
-    assert isinstance(network, PackedEncoder)
-    p, prefix = network.stacked, "network.layers.0."
+    pack = stack_models([build_run(c, torch.device("cpu"))[1] for c in configs])
+    layer = pack.get_submodule("network.layers.0")
+    assert isinstance(layer, PaperEncoderLayer) and task.name == "farthest"
     h = torch.randn(3, 16, 8, generator=torch.Generator().manual_seed(8)).requires_grad_()
     probe = torch.randn(3, 16, 8, generator=torch.Generator().manual_seed(9))
-    names = ["linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias"]
-    w1, b1, w2, b2 = (p[prefix + n] for n in names)
-    monkeypatch.setattr(packed, "FFN_CHUNK_BYTES", 2 * 16 * 16 * 4)  # two runs' hidden activations: chunks of 2, 1
-    ours = network._feed_forward(prefix, h)
+    w1, b1, w2, b2 = layer.linear1.weight, layer.linear1.bias, layer.linear2.weight, layer.linear2.bias
+    assert w1.shape == (3, 16, 8) and b1 is not None and b2 is not None
+    monkeypatch.setattr(
+        feed_forward, "FFN_CHUNK_BYTES", 2 * 16 * 16 * 4
+    )  # two runs' hidden activations: chunks of 2, 1
+    ours = layer.feed_forward(h)
     parts = []
     for part in (slice(0, 2), slice(2, 3)):
         hidden = F.relu(torch.baddbmm(b1[part].unsqueeze(1), h[part], w1[part].transpose(1, 2)))

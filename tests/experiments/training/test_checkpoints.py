@@ -12,13 +12,15 @@ import pytest
 import torch
 
 from experiments.config import TrainConfig
+from experiments.tasks import Batch
 from experiments.training.checkpoints import (
     CHECKPOINT_VERSION,
     TRAILER_LENGTH,
     load_checkpoint,
     write_checkpoint_file,
 )
-from experiments.training.loop import SingleModel, train
+from experiments.training.loop import train
+from experiments.training.packed import TrainedRuns
 from experiments.training.run_model import load_trained_model
 
 # A tiny run: 10 steps, epochs of 4 steps, a checkpoint every 5 steps (the last one at step 10 closes a short epoch).
@@ -203,16 +205,16 @@ def test_resume_from_a_checkpoint_inside_an_epoch_is_exact(tmp_path: Path, monke
     warnings: the same result and bitwise the same parameters as an uninterrupted run."""
     straight = train(CONFIG, tmp_path / "straight", progress=False)
     calls = {"n": 0}
-    original = SingleModel.losses
+    original = TrainedRuns.losses
 
-    def losses(self: SingleModel, batches: list) -> torch.Tensor:
+    def losses(self: TrainedRuns, batches: Batch) -> torch.Tensor:
         calls["n"] += 1
         if calls["n"] == 7:
             raise KeyboardInterrupt
         return original(self, batches)
 
     with monkeypatch.context() as patch:
-        patch.setattr(SingleModel, "losses", losses)
+        patch.setattr(TrainedRuns, "losses", losses)
         with pytest.raises(KeyboardInterrupt):
             train(CONFIG, tmp_path / "resumed", progress=False)
     state = load_checkpoint(tmp_path / "resumed" / "checkpoint.pt")

@@ -15,10 +15,10 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 import attnrank
 from experiments.config import TrainConfig
 from experiments.tasks import Batch, make_task
-from experiments.training import loop
 from experiments.training.evaluation import POPULATION_SEED
 from experiments.training.fixed_set import fixed_training_set
 from experiments.training.loop import train
+from experiments.training.packed import TrainedRuns
 from experiments.training.reference_data import REFERENCE_WORKERS, reference_training_set, shared_batches
 from experiments.training.run import SAMPLER_SEED_OFFSET, build_run, sampler_generator
 from theory.validation import MAX_SEED
@@ -98,13 +98,13 @@ def test_public_function_is_exported() -> None:
 def _recorded_batches(config: TrainConfig, out: Path, monkeypatch: pytest.MonkeyPatch) -> list[torch.Tensor]:
     """The tokens of every training batch of a run, in order."""
     seen: list[torch.Tensor] = []
-    losses = loop.SingleModel.losses
+    losses = TrainedRuns.losses
 
-    def recording(self: loop.SingleModel, batches: list[Batch]) -> torch.Tensor:
-        seen.append(batches[0].tokens.clone())
-        return losses(self, batches)
+    def recording(self: TrainedRuns, batch: Batch) -> torch.Tensor:
+        seen.append(batch.tokens.clone())
+        return losses(self, batch)
 
-    monkeypatch.setattr(loop.SingleModel, "losses", recording)
+    monkeypatch.setattr(TrainedRuns, "losses", recording)
     train(config, out, progress=False)
     return seen
 

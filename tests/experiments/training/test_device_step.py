@@ -25,13 +25,13 @@ import pytest
 import torch
 
 from experiments.config import TrainConfig
-from experiments.models.packed import pack_models
 from experiments.tasks import FarthestTask, make_task
 from experiments.training import step_capture
-from experiments.training.loop import train
-from experiments.training.packed import PackedModels, draw_packed, train_packed
-from experiments.training.run import build_run, sampler_generator
+from experiments.training.loop import train, train_packed
+from experiments.training.packed import TrainedRuns
+from experiments.training.run import sampler_generator
 from experiments.training.run_model import load_trained_model
+from experiments.training.run_start import fresh_run
 from experiments.training.schedule import (
     load_optimizer_state,
     lr_factor,
@@ -295,18 +295,14 @@ def test_the_compiled_step_matches_the_eager_step_on_the_cpu() -> None:
     configs = [dataclasses.replace(TINY, seed=s) for s in (0, 1)]
     device = torch.device("cpu")
 
-    def pack():  # type: ignore[no-untyped-def]
-        runs = [build_run(c, device) for c in configs]
-        network = pack_models([m for _, m in runs], configs, runs[0][0])
-        optimizer, _ = make_optimizer(network.parameters, configs[0])
-        return runs[0][0], PackedModels(network), optimizer
+    def pack() -> TrainedRuns:
+        return TrainedRuns([fresh_run(c) for c in configs])
 
-    task, eager_models, eager_optimizer = pack()
-    _, compiled_models, compiled_optimizer = pack()
-    compiled = step_capture.CompiledStep(compiled_models, compiled_optimizer)
+    eager, compiled_runs = pack(), pack()
+    compiled = step_capture.CompiledStep(compiled_runs, compiled_runs.optimizer)
     samplers = [sampler_generator(c.seed, "device", device) for c in configs]
     for _ in range(3):
-        batch = draw_packed(task, TINY.batch_size, samplers, device, "device")
-        expected = step_capture.eager_step(eager_models, eager_optimizer, batch)
+        batch = eager.draw(eager.task, samplers)
+        expected = step_capture.eager_step(eager, eager.optimizer, batch)
         got = compiled(batch)
         assert torch.allclose(got, expected, rtol=1e-5, atol=0), (got, expected)

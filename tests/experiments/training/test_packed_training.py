@@ -1,9 +1,10 @@
-"""Packed training (experiments.training.packed) against separate train() runs of the same configs.
+"""Packed training (experiments.training.loop.train_packed) against separate train() runs of the same configs.
 
-Reference: experiments.training.loop.train on each config alone (independent code path: the unpacked models'
-layers, one optimiser per run). Tolerance: relative 1e-5 on every epoch-mean loss of metrics.csv, about 100 float32
-epsilons (1.2e-7) of rounding accumulated over 20 Adam steps (batched products may sum in another order); the
-measured gap is below 1e-7. Negative control: the runs of each pack differ from each other by far more.
+Reference: experiments.training.loop.train on each config alone (a pack of one: each run's own model, its unstacked
+parameters and ``F.linear`` products, one optimiser per run; a pack runs the same modules on stacked parameters with
+batched products, experiments.models.run_axis). Tolerance: relative 1e-5 on every epoch-mean loss of metrics.csv,
+about 100 float32 epsilons (1.2e-7) of rounding accumulated over 20 Adam steps (batched products may sum in another
+order); the measured gap is below 1e-7. Negative control: the runs of each pack differ from each other by far more.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import pytest
 import torch
 
 from experiments.config import TrainConfig
+from experiments.models.run_axis import stack_models
 from experiments.tasks import make_task
-from experiments.training import packed
-from experiments.training.loop import train
-from experiments.training.packed import PackHooks, train_packed
+from experiments.training.loop import RunFilesHooks, train, train_packed
+from experiments.training.packed import TrainedRuns
+from experiments.training.run_loop import Training
 from experiments.training.run_model import load_trained_model
 
 RTOL = 1e-5
@@ -96,14 +98,14 @@ def test_packed_runs_match_separate_runs(tmp_path: Path, name: str) -> None:
 
 def _interrupt_after_step(monkeypatch: pytest.MonkeyPatch, step: int) -> None:
     """Make a pack raise (as a kill would stop it) right after it has saved its checkpoints at ``step``."""
-    original = PackHooks.save
+    original = RunFilesHooks.save
 
-    def save_then_stop(self: PackHooks, training: packed.Training) -> None:
+    def save_then_stop(self: RunFilesHooks, training: Training) -> None:
         original(self, training)
         if training.step == step:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(PackHooks, "save", save_then_stop)
+    monkeypatch.setattr(RunFilesHooks, "save", save_then_stop)
 
 
 def test_a_killed_pack_resumes_as_a_pack_or_run_by_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -147,17 +149,19 @@ def test_a_diverging_run_stops_alone(tmp_path: Path, monkeypatch: pytest.MonkeyP
     5); the others train on and match their separate runs."""
     torch.set_num_threads(1)
     configs = [dataclasses.replace(c, checkpoint_every=5) for c in _encoder_pack()[:3]]
-    original = packed.PackedModels.losses
+    original = TrainedRuns.losses
     calls = {"n": 0}
 
-    def poisoned(self: packed.PackedModels, batches: object) -> torch.Tensor:
-        calls["n"] += 1
+    def poisoned(self: TrainedRuns, batches: object) -> torch.Tensor:
         losses = original(self, batches)  # type: ignore[arg-type]
+        if len(self) == 1:  # the runs trained alone below, for comparison
+            return losses
+        calls["n"] += 1
         if calls["n"] >= 7:
             losses = losses * torch.tensor([1.0, math.nan, 1.0])
         return losses
 
-    monkeypatch.setattr(packed.PackedModels, "losses", poisoned)
+    monkeypatch.setattr(TrainedRuns, "losses", poisoned)
     results = train_packed(configs, [tmp_path / f"p{i}" for i in range(3)])
     assert results[1].diverged and results[1].steps == 7 and math.isnan(results[1].final_loss)
     assert torch.load(tmp_path / "p1" / "checkpoint.pt", weights_only=True)["step"] == 5
@@ -195,14 +199,17 @@ def test_a_packs_fixed_tensors_live_with_its_parameters(name: str) -> None:
     packed encoder and theory run on a GPU stopped at its first step with "found at least two devices, cuda:0 and cpu"
     (the gpu-scale call of 2026-12-04)."""
     from experiments.models.factory import build_model
-    from experiments.models.packed import pack_models
 
     configs = _encoder_pack() if name == "encoder" else _theory_pack()
     first = configs[0]
     task = make_task(first.task, first.d, first.N, first.keys, curriculum=first.curriculum)
-    models = [build_model(c, task).to("meta") for c in configs]
-    network = pack_models(models, configs, task)
-    fixed = {key: value for key, value in vars(network).items() if isinstance(value, torch.Tensor)}
+    pack = stack_models([build_model(c, task).to("meta") for c in configs])
+    fixed = {
+        f"{module_name}.{key}": value
+        for module_name, module in pack.named_modules()
+        for key, value in vars(module).items()
+        if isinstance(value, torch.Tensor)
+    }
     assert fixed, "the pack holds no fixed tensor: the test checks nothing"
-    assert network.device.type == "meta"
+    assert {p.device.type for p in pack.parameters()} == {"meta"}
     assert {key: value.device.type for key, value in fixed.items()} == dict.fromkeys(fixed, "meta")

@@ -16,8 +16,9 @@ import pytest
 import torch
 
 from experiments.config import TrainConfig
-from experiments.training.loop import SingleModel, train
-from experiments.training.packed import train_packed
+from experiments.tasks import Batch
+from experiments.training.loop import train, train_packed
+from experiments.training.packed import TrainedRuns
 from experiments.training.schedule import lr_factor, make_optimizer
 
 # 60 steps of a 100-step schedule with a 10-step warm-up; extended to 100 below.
@@ -100,19 +101,19 @@ def test_an_extension_in_two_legs_and_a_killed_extension_resume_exactly(
     train(PREFIX, run, progress=False)
     train(dataclasses.replace(PREFIX, steps=80), run, progress=False)
     calls = {"n": 0}
-    original = SingleModel.losses
+    original = TrainedRuns.losses
 
-    def interrupted(self: SingleModel, batches: list) -> torch.Tensor:
+    def interrupted(self: TrainedRuns, batches: Batch) -> torch.Tensor:
         calls["n"] += 1
         if calls["n"] == 12:  # step 92: after the checkpoint at 80 (the shorter run's last), before 100
             raise KeyboardInterrupt
         return original(self, batches)
 
-    monkeypatch.setattr(SingleModel, "losses", interrupted)
+    monkeypatch.setattr(TrainedRuns, "losses", interrupted)
     with pytest.raises(KeyboardInterrupt):
         train(WHOLE, run, progress=False)
     assert not (run / "result.json").exists()  # the 80-step result was retired: the directory holds an unfinished run
-    monkeypatch.setattr(SingleModel, "losses", original)
+    monkeypatch.setattr(TrainedRuns, "losses", original)
     train(WHOLE, run, progress=False)
     assert_same_runs(tmp_path / "whole", run)
 
@@ -133,18 +134,18 @@ def test_extensions_that_cannot_be_exact_are_refused(tmp_path: Path, monkeypatch
     with pytest.raises(ValueError, match="belongs to a different config .*steps: 100 there vs 60 now"):
         train(PREFIX, tmp_path / "longer", progress=False)
     # A diverged run is not extended.
-    original = SingleModel.losses
+    original = TrainedRuns.losses
     calls = {"n": 0}
 
-    def losses(self: SingleModel, batches: list) -> torch.Tensor:
+    def losses(self: TrainedRuns, batches: Batch) -> torch.Tensor:
         calls["n"] += 1
         value = original(self, batches)
         return value * math.nan if calls["n"] == 30 else value
 
-    monkeypatch.setattr(SingleModel, "losses", losses)
+    monkeypatch.setattr(TrainedRuns, "losses", losses)
     diverged = train(PREFIX, tmp_path / "diverged", progress=False)
     assert diverged.diverged
-    monkeypatch.setattr(SingleModel, "losses", original)
+    monkeypatch.setattr(TrainedRuns, "losses", original)
     with pytest.raises(ValueError, match="diverged at step 30; a diverged run cannot be extended"):
         train(WHOLE, tmp_path / "diverged", progress=False)
     assert json.loads((tmp_path / "diverged" / "result.json").read_text())["diverged"] is True  # left as it was

@@ -14,9 +14,10 @@ import torch
 from constructions.full_rank import save_full_rank
 from constructions.weights_io import load_weights
 from experiments.config import TrainConfig, TrainResult
-from experiments.tasks import FarthestTask, estimate_task_error
+from experiments.tasks import Batch, FarthestTask, estimate_task_error
 from experiments.training.checkpoints import write_checkpoint_file
-from experiments.training.loop import SingleModel, train
+from experiments.training.loop import train
+from experiments.training.packed import TrainedRuns
 from experiments.training.run import build_run, resolve_device
 from experiments.training.run_model import load_trained_model
 from experiments.training.schedule import lr_factor, make_optimizer
@@ -119,14 +120,14 @@ def test_interrupted_run_resumes_to_the_same_result(tmp_path: Path, monkeypatch:
 def test_non_finite_loss_stops_the_run_cleanly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The 7th step's loss is made nan (lr is capped at 10 by TrainConfig, so no learning rate overflows here)."""
     calls = {"n": 0}
-    original = SingleModel.losses
+    original = TrainedRuns.losses
 
-    def losses(self: SingleModel, batches: list) -> torch.Tensor:
+    def losses(self: TrainedRuns, batches: Batch) -> torch.Tensor:
         calls["n"] += 1
         value = original(self, batches)
         return value * math.nan if calls["n"] == 7 else value
 
-    monkeypatch.setattr(SingleModel, "losses", losses)
+    monkeypatch.setattr(TrainedRuns, "losses", losses)
     config = dataclasses.replace(TINY, steps=20, warmup_fraction=0.0, checkpoint_every=5)
     result = train(config, tmp_path, progress=False)
     assert result.diverged and math.isnan(result.final_loss)
