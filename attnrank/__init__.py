@@ -46,7 +46,7 @@ from experiments.studies import PRESETS, run_sweep
 from experiments.sweeps.readers import read_curves, read_store
 from experiments.training.imported_run import import_reference_encoder
 from experiments.training.loop import train, train_packed
-from experiments.training.reference_data import reference_training_set
+from experiments.samplers.reference_data import reference_training_set
 from experiments.training.run_model import load_trained_model
 from theory.bounds import BoundInterval, full_rank_error, min_heads, rank_lower_bound
 

@@ -172,7 +172,7 @@ def build_training(config: TrainConfig, path: str) -> Training:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(config.seed)
             network = ReferenceEncoder(config.d, config.rank, config.width, config.ffn_dim, config.layers)
-        run.model = TaskModel(run.task, network, "encoder").to(run.device)
+        run.model = TaskModel(run.task, network, "sequence").to(run.device)
     if path != "ours":
         kind = optimizer_kind(config, run.device)
         run.optimizer, run.scheduler = make_optimizer(run.model.parameters(), config, kind)
@@ -190,7 +190,7 @@ def _timed(action: Callable[[], object], inner: int) -> tuple[float, float]:
 
 def feed_forward_products(config: TrainConfig) -> Callable[[], None]:
     """One step's feed-forward products for ``config`` (L layers x 2 forward + 4 backward), as autograd runs them."""
-    M, D, F_ = config.batch_size * config.N, config.model_width, config.ffn_dim
+    M, D, F_ = config.batch_size * config.N, config.embed_dim_value, config.ffn_dim
     gen = torch.Generator().manual_seed(0)
     h, grad = torch.randn(M, D, generator=gen), torch.randn(M, D, generator=gen)  # (M, D)
     hidden, grad_hidden = torch.randn(M, F_, generator=gen).relu_(), torch.randn(M, F_, generator=gen)  # (M, F)

@@ -87,7 +87,7 @@ RATES_TFLOPS = {"tf32": 400.0, "fp32": 50.0}
 
 def step_flops(config: TrainConfig, runs: int) -> float:
     """FLOPs of one packed optimiser step of ``runs`` runs of ``config`` (module docstring's model)."""
-    B, N, D, F = config.batch_size, config.N, config.model_width, config.ffn_dim
+    B, N, D, F = config.batch_size, config.N, config.embed_dim_value, config.ffn_dim
     E, T = config.width * D, config.batch_size * config.N
     per_layer = 2 * T * D * 3 * E + 2 * 2 * B * N * N * E + 2 * T * E * D + 2 * 2 * T * D * F
     return 3.0 * per_layer * config.layers * runs

@@ -15,20 +15,21 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
-from experiments.model_kinds import ATTENTIONS, LAYER_INITS, POSITIONALS, VALUE_MAPS, model_kind
+from experiments.model_kinds import (
+    ATTENTIONS,
+    LAYER_INITS,
+    POSITIONALS,
+    VALUE_MAPS,
+    check_init_file,
+    check_model,
+    model_kind,
+)
+from experiments.samplers import get_sampler
 from theory.validation import check_bool, check_choice, check_instance, check_int, check_real, check_seed
 
 KEY_KINDS = ("iid", "orthonormal")
 TASKS = ("nearest", "farthest", "biased", "icl")
 """Task names (`experiments.tasks.make_task` accepts exactly these)."""
-SAMPLERS = ("cpu", "device", "reference")
-"""How a run's training batches are drawn: on the CPU in float64 from a CPU generator (the bitwise-reproducible
-stream of every earlier run); on the run's device in float32 from a generator on that device
-(`experiments.tasks.Task.sample_device`; same distribution, another stream); or exactly as the reference
-implementation's data module draws them (`experiments.training.reference_data`: float32, 7 worker streams seeded
-data_seed + w, batches round-robin; the farthest-point task with a fixed set, train_batches >= 1, only)."""
-REFERENCE_SAMPLER_TASKS = ("farthest",)
-"""Tasks the reference sampler draws (Figure 1's; the reference's nearest-neighbour data is not reproduced here)."""
 MATMUL_PRECISIONS = ("highest", "high")
 """``torch.set_float32_matmul_precision`` during a run: "highest" = full fp32 products, "high" = TF32 on GPUs that
 have it (10-bit mantissa inputs, fp32 accumulation); recorded in the config and its hash."""
@@ -232,12 +233,12 @@ class TrainConfig:
         check_choice("keys", self.keys, KEY_KINDS)
         positional_dim = check_int("positional_dim", self.positional_dim, minimum=0)
         check_int("embed_dim", self.embed_dim, minimum=0)
-        kind = model_kind(self.model)  # the model kind's own rules (experiments.model_kinds)
+        kind = model_kind(self.model)
         check_choice("positional", self.positional, POSITIONALS)
         check_choice("layer_init", self.layer_init, LAYER_INITS)
-        kind.check(self)
-        width_name = "embed_dim" if self.model == "gpt2" else "d" if positional_dim == 0 else "(d + positional_dim)"
-        D = kind.residual_width(self)  # width of the attention layers
+        check_model(self)  # the model kind's own rules (experiments.model_kinds)
+        width_name = kind.embed_dim_name(self)
+        D = kind.embed_dim(self)  # the residual width: the width of the attention layers
         rank = check_int("rank", self.rank, minimum=1, maximum=D)
         width = check_int("width", self.width, minimum=1)
         check_int("layers", self.layers, minimum=1)
@@ -291,7 +292,7 @@ class TrainConfig:
         self._check_curriculum()
         self._check_construction_init()
         if self.construction_init is None:
-            kind.check_init_file(self)
+            check_init_file(self)
         self._check_step_path()
         self._check_data()
 
@@ -320,17 +321,7 @@ class TrainConfig:
                 f"log_every must equal train_batches = {K} (an epoch is one pass over the fixed set), "
                 f"got {self.log_every}"
             )
-        if self.sampler == "reference":
-            if self.task not in REFERENCE_SAMPLER_TASKS:
-                raise ValueError(
-                    f"sampler must be 'cpu' or 'device' for task {self.task!r} (the reference sampler draws the "
-                    f"reference implementation's {', '.join(REFERENCE_SAMPLER_TASKS)} data only), got 'reference'"
-                )
-            if K == 0:
-                raise ValueError(
-                    "train_batches must be >= 1 with sampler 'reference' (the reference replays a fixed set every "
-                    "epoch: 100 batches in the paper's runs), got 0"
-                )
+        get_sampler(self.sampler).check(self)  # the sampler's own rules (experiments.samplers)
 
     @property
     def data_seed_value(self) -> int:
@@ -347,17 +338,12 @@ class TrainConfig:
     def _check_step_path(self) -> None:
         """ValueError naming the field unless sampler, matmul_precision and capture are known and fit the run.
 
-        The device sampler draws nearest, farthest and icl batches (the biased target is computed by numpy). A
-        captured step replays fixed shapes, so it excludes a curriculum (whose batches change shape) and the
+        A captured step replays fixed shapes, so it excludes a curriculum (whose batches change shape) and the
         ``compile`` flag (which compiles the model alone).
         """
-        check_choice("sampler", self.sampler, SAMPLERS)
+        get_sampler(self.sampler)  # a known sampler (its own rules: _check_data)
         check_choice("matmul_precision", self.matmul_precision, MATMUL_PRECISIONS)
         check_choice("capture", self.capture, CAPTURES)
-        if self.sampler == "device" and self.task == "biased":
-            raise ValueError(
-                "sampler must be 'cpu' for the biased task (its target is computed by numpy), got 'device'"
-            )
         if self.capture != "none" and self.compile:
             raise ValueError(
                 f"capture must be 'none' when compile is set (compile compiles the model alone, capture the whole "
@@ -518,14 +504,15 @@ class TrainConfig:
         )
 
     @property
-    def model_width(self) -> int:
-        """Width D of the attention layers: embed_dim for gpt2, else d plus positional_dim (concatenated encodings)."""
-        return model_kind(self.model).residual_width(self)
+    def embed_dim_value(self) -> int:
+        """D, the residual width (the width of the attention layers): the ``embed_dim`` field for a kind sized by it
+        (gpt2), else d plus positional_dim (concatenated encodings), where the field stays 0."""
+        return model_kind(self.model).embed_dim(self)
 
     @property
     def heads(self) -> int:
-        """Heads per layer, H = width * D / rank (D = model_width)."""
-        return self.width * self.model_width // self.rank
+        """Heads per layer, H = width * D / rank (D = embed_dim_value)."""
+        return self.width * self.embed_dim_value // self.rank
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON dictionary of every field."""

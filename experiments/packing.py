@@ -2,13 +2,14 @@
 configs: :func:`unit_key` is the one rule, called by the sweep's grouping, its memory check and the pack's own check.
 
 Torch-free, like `experiments.config`, so that a sweep's driver can group its runs into packs without loading torch.
-The packed models (`experiments.models.packed`) hold K runs of one architecture as stacked parameters; the runs of a
-pack must therefore agree in every field that decides a parameter shape or the arithmetic, except:
+A pack computes K runs of one architecture as one module with stacked parameters (`experiments.models.run_axis`);
+the runs of a pack must therefore agree in every field that decides a parameter shape or the arithmetic, except:
 
 - ``seed`` (initialisation) and ``data_seed`` (each run draws its own batches or its own fixed set);
 - ``temperature`` (a constant factor on the scores, one per run);
-- ``rank``, for the encoder with standard values: with H = c D / r heads of rank r its in-projection is (3 c D, D)
-  and its output map (D, c D) whatever r is; only the split of the c D projected coordinates into heads differs;
+- the fields the model kind lets differ (`experiments.model_kinds.ModelKind.pack_varies`): the encoder's ``rank``
+  (standard values: with H = c D / r heads of rank r its in-projection is (3 c D, D) and its output map (D, c D)
+  whatever r is; only the split of the c D projected coordinates into heads differs);
 - ``checkpoint_every``, ``device`` and ``capture`` of `EXECUTION_FIELDS` (a pack runs as its first run says).
 
 ``attnrank sweep --batch-seeds`` packs only runs that differ in their seeds (:data:`SEED_FIELDS`).
@@ -20,10 +21,10 @@ import json
 from collections.abc import Sequence
 
 from experiments.config import EXECUTION_FIELDS, TrainConfig
-from experiments.model_kinds import model_kind
+from experiments.model_kinds import MODEL_KINDS, model_kind
 
 PACK_VARYING_FIELDS = ("seed", "temperature", "data_seed")
-"""Config fields that may differ between the runs of one pack (and ``rank`` where the shapes allow it)."""
+"""Config fields that may differ between the runs of one pack (and those the model kind lets differ)."""
 SEED_FIELDS = ("seed", "data_seed")
 """The fields that may differ between the runs of a seed pack (``--batch-seeds``): the seeds alone."""
 
@@ -51,8 +52,8 @@ def unit_key(config: TrainConfig, varying: Sequence[str] = PACK_VARYING_FIELDS) 
     if packing_refusal(config) is not None:
         return None
     free = set(varying) | set(EXECUTION_FIELDS)
-    if config.model == "encoder" and "temperature" in free:
-        free.add("rank")  # (3 c D, D) and (D, c D) whatever r is
+    if "temperature" in free:
+        free.update(model_kind(config.model).pack_varies)  # e.g. the encoder's rank: (3 c D, D) whatever r is
     data = {k: v for k, v in config.to_dict().items() if k not in free}
     return json.dumps(data, sort_keys=True)
 
@@ -65,10 +66,12 @@ def why_apart(first: TrainConfig, other: TrainConfig) -> str:
         if reason is not None:
             return reason
     a, b = first.to_dict(), other.to_dict()
-    differing = [k for k in a if a[k] != b[k] and k not in (*PACK_VARYING_FIELDS, *EXECUTION_FIELDS, "rank")]
-    return (
-        "the runs of one pack may differ only in seed, data_seed, temperature and (encoder) rank; these differ in "
-        + (", ".join(differing) or "rank")
+    kind_fields = [(kind.name, field) for kind in MODEL_KINDS.values() for field in kind.pack_varies]
+    allowed = (*PACK_VARYING_FIELDS, *EXECUTION_FIELDS, *(field for _, field in kind_fields))
+    differing = [k for k in a if a[k] != b[k] and k not in allowed]
+    by_kind = "".join(f" and ({name}) {field}" for name, field in kind_fields)  # "and (encoder) rank"
+    return f"the runs of one pack may differ only in seed, data_seed, temperature{by_kind}; these differ in " + (
+        ", ".join(differing) or ", ".join(field for _, field in kind_fields)
     )
 
 

@@ -13,12 +13,12 @@ Tasks (docs/paper.md sections 1, 4 and 6):
   With a curriculum (`experiments.config.Curriculum`) training step s draws from :meth:`Task.at_step` (s): fewer
   active dimensions and pairs in early stages; evaluation always draws the full task (:meth:`Task.sample`).
 
-Every task draws its batches on the CPU in float64 (targets are decided in float64, so argmax ties are those of the
-exact data) and hands them out as float32; the same generator state gives the same batch on every machine. The
-device sampler (:meth:`Task.sample_device`, ``TrainConfig.sampler = "device"``) draws the same distributions where the
-model lives, from a generator on that device, in float32: the points are float32 from the start and the targets are
-decided in float64 on those float32 points (the gram and score matrices, a few kFLOP per sample), so an argmin/argmax
-picks exactly the point the model's own inputs make nearest or farthest. Its stream differs from the CPU sampler's.
+A task draws a batch (:meth:`Task.sample`) on its generator's device in a given precision, the targets always decided
+in float64 on the drawn points (the gram and score matrices, a few kFLOP per sample), so an argmin/argmax picks
+exactly the point the model's own inputs make nearest or farthest. Which generator, device and precision a run's
+batches are drawn with is its sampler's (`experiments.samplers`): the CPU sampler draws in float64 on the CPU (the
+same generator state gives the same batch on every machine) and hands the batch out as float32; the device sampler
+draws in float32 on the run's device from a generator there (the same distributions, another stream).
 
 Error conventions (the per-sample value whose batch mean is the training loss):
 
@@ -45,83 +45,78 @@ KEY_KINDS = ("orthonormal", "iid")
 """Key distributions of the nearest-neighbour task."""
 
 
+SAMPLE_DTYPES = (torch.float64, torch.float32)
+"""The precisions a task draws in (:meth:`Task.sample`)."""
+
+
 def check_torch_generator(generator: Any, *, name: str = "generator") -> torch.Generator:
-    """Task randomness always comes from an explicit CPU ``torch.Generator``."""
+    """Task randomness always comes from an explicit ``torch.Generator`` (on the CPU, or where a sampler keeps it)."""
     if not isinstance(generator, torch.Generator):
         raise ValueError(
             f"{name} must be a torch.Generator (e.g. torch.Generator().manual_seed(0)), got {type(generator).__name__}"
         )
-    if generator.device.type != "cpu":
-        raise ValueError(
-            f"{name} must be a CPU torch.Generator (batches are drawn on the CPU), got device {generator.device}"
-        )
     return generator
 
 
-def check_any_generator(generator: Any, *, name: str = "generator") -> torch.Generator:
-    """A ``torch.Generator`` on any device (the device sampler draws where its generator lives)."""
-    if not isinstance(generator, torch.Generator):
-        raise ValueError(
-            f"{name} must be a torch.Generator (e.g. torch.Generator('cuda').manual_seed(0)), "
-            f"got {type(generator).__name__}"
-        )
-    return generator
+def check_sample_dtype(dtype: Any) -> torch.dtype:
+    """One of `SAMPLE_DTYPES` (ValueError naming ``dtype`` otherwise)."""
+    if dtype not in SAMPLE_DTYPES:
+        raise ValueError(f"dtype must be torch.float64 or torch.float32, got {dtype!r}")
+    return dtype  # type: ignore[no-any-return]
 
 
-def sample_sphere32(shape: tuple[int, ...], d: int, generator: torch.Generator) -> torch.Tensor:
-    """Uniform points on S^{d-1} in float32 on the generator's device: normalised float32 standard Gaussians.
-
-    Returns:
-        (*shape, d) float32 tensor of unit rows on ``generator.device``.
-    """
-    gaussian = torch.randn((*shape, d), generator=generator, dtype=torch.float32, device=generator.device)
-    return gaussian / torch.linalg.vector_norm(gaussian, dim=-1, keepdim=True)  # (*shape, d)
-
-
-def sample_sphere(shape: tuple[int, ...], d: int, generator: torch.Generator) -> torch.Tensor:
-    """Uniform points on S^{d-1}: normalised standard Gaussians.
+def sample_sphere(
+    shape: tuple[int, ...], d: int, generator: torch.Generator, dtype: torch.dtype = torch.float64
+) -> torch.Tensor:
+    """Uniform points on S^{d-1}: normalised standard Gaussians, drawn in ``dtype`` on the generator's device.
 
     Args:
         shape: leading batch shape.
         d: dimension (>= 2).
-        generator: CPU source of randomness.
+        generator: the source of randomness.
+        dtype: float64 (the CPU sampler's) or float32 (the device sampler's).
 
     Returns:
-        (*shape, d) float64 tensor of unit rows.
+        (*shape, d) tensor of unit rows.
     """
-    gaussian = torch.randn((*shape, d), generator=generator, dtype=torch.float64)  # (*shape, d)
+    gaussian = torch.randn((*shape, d), generator=generator, dtype=dtype, device=generator.device)  # (*shape, d)
     return gaussian / torch.linalg.vector_norm(gaussian, dim=-1, keepdim=True)
 
 
-def sample_orthonormal_keys(n: int, N: int, d: int, generator: torch.Generator) -> torch.Tensor:
+def sample_orthonormal_keys(
+    n: int, N: int, d: int, generator: torch.Generator, dtype: torch.dtype = torch.float64
+) -> torch.Tensor:
     """D_N keys: per sample, the first N columns of a Haar-random orthogonal matrix, stored as rows.
 
     QR of a d x N Gaussian with the signs of diag(R) moved into Q is Haar on the Stiefel manifold.
 
     Args:
-        n: samples; N: keys per sample (1 <= N <= d); d: dimension; generator: CPU source of randomness.
+        n: samples; N: keys per sample (1 <= N <= d); d: dimension; generator: the source of randomness;
+        dtype: the precision drawn in (on the generator's device).
 
     Returns:
-        (n, N, d) float64 tensor; the N rows of each sample are orthonormal.
+        (n, N, d) tensor; the N rows of each sample are orthonormal.
     """
-    gaussian = torch.randn((n, d, N), generator=generator, dtype=torch.float64)  # (n, d, N)
+    gaussian = torch.randn((n, d, N), generator=generator, dtype=dtype, device=generator.device)  # (n, d, N)
     q, r = torch.linalg.qr(gaussian)  # q (n, d, N), r (n, N, N)
-    signs = torch.where(torch.diagonal(r, dim1=1, dim2=2) < 0, -1.0, 1.0).to(torch.float64)  # (n, N)
+    signs = torch.where(torch.diagonal(r, dim1=1, dim2=2) < 0, -1.0, 1.0).to(dtype)  # (n, N)
     return (q * signs[:, None, :]).transpose(1, 2).contiguous()  # (n, N, d)
 
 
 def nearest_neighbor(X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """x_{argmax_i <x_i, y>} for keys X (n, N, d) and queries y (n, d); returns (n, d)."""
-    scores = torch.einsum("nid,nd->ni", X, y)  # (n, N)
+    """x_{argmax_i <x_i, y>} for keys X (n, N, d) and queries y (n, d), decided in float64 (exact for float32
+    points); returns (n, d), rows of X."""
+    scores = torch.einsum("nid,nd->ni", X.double(), y.double())  # (n, N)
     index = torch.argmax(scores, dim=1)  # (n,)
-    return X[torch.arange(X.shape[0]), index]  # (n, d)
+    return X[torch.arange(X.shape[0], device=X.device), index]  # (n, d)
 
 
 def farthest_point(X: torch.Tensor) -> torch.Tensor:
-    """Token i's target x_{argmin_j <x_i, x_j>} for tokens X (n, N, d); returns (n, N, d)."""
-    gram = torch.einsum("nid,njd->nij", X, X)  # (n, N, N); i query token, j candidate
+    """Token i's target x_{argmin_j <x_i, x_j>} for tokens X (n, N, d), decided in float64 (exact for float32
+    points); returns (n, N, d), rows of X."""
+    gram = torch.einsum("nid,njd->nij", X.double(), X.double())  # (n, N, N); i query token, j candidate
     index = torch.argmin(gram, dim=2)  # (n, N)
-    return X[torch.arange(X.shape[0])[:, None], index]  # (n, N, d)
+    return X[torch.arange(X.shape[0], device=X.device)[:, None], index]  # (n, N, d)
 
 
 @dataclass(frozen=True)
@@ -187,13 +182,9 @@ class Task:
         """Length T of the token sequence fed to a sequence model."""
         return self.N + 1 if self.query_task else self.N
 
-    def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
-        """Draw a fresh float64 batch on the CPU."""
+    def sample(self, batch_size: int, generator: torch.Generator, dtype: torch.dtype = torch.float64) -> Batch:
+        """Draw a fresh batch in ``dtype`` (float64 or float32) on the generator's device (module docstring)."""
         raise NotImplementedError
-
-    def sample_device(self, batch_size: int, generator: torch.Generator) -> Batch:
-        """Draw a fresh float32 batch on ``generator.device`` (the device sampler; module docstring)."""
-        raise ValueError(f"task {self.name!r} has no device sampler; use sampler 'cpu'")
 
     def at_step(self, step: int) -> Task:
         """The task whose batches training step ``step`` (0-based) draws: this task, unless a curriculum is on.
@@ -237,34 +228,16 @@ class NearestTask(Task):
         if self.keys == "orthonormal" and self.N > self.d:
             raise ValueError(f"N must be <= d = {self.d} for orthonormal keys (D_N), got {self.N}")
 
-    def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
+    def sample(self, batch_size: int, generator: torch.Generator, dtype: torch.dtype = torch.float64) -> Batch:
         batch_size = check_int("batch_size", batch_size, minimum=1)
-        generator = check_torch_generator(generator)
+        generator, dtype = check_torch_generator(generator), check_sample_dtype(dtype)
         if self.keys == "orthonormal":
-            X = sample_orthonormal_keys(batch_size, self.N, self.d, generator)  # (B, N, d)
+            X = sample_orthonormal_keys(batch_size, self.N, self.d, generator, dtype)  # (B, N, d)
         else:
-            X = sample_sphere((batch_size, self.N), self.d, generator)  # (B, N, d)
-        y = sample_sphere((batch_size,), self.d, generator)  # (B, d)
+            X = sample_sphere((batch_size, self.N), self.d, generator, dtype)  # (B, N, d)
+        y = sample_sphere((batch_size,), self.d, generator, dtype)  # (B, d)
         tokens = torch.cat([X, y[:, None, :]], dim=1)  # (B, N + 1, d)
         return Batch(tokens=tokens, target=nearest_neighbor(X, y), context=X, query=y)
-
-    def sample_device(self, batch_size: int, generator: torch.Generator) -> Batch:
-        batch_size = check_int("batch_size", batch_size, minimum=1)
-        generator = check_any_generator(generator)
-        if self.keys == "orthonormal":
-            gaussian = torch.randn(
-                (batch_size, self.d, self.N), generator=generator, dtype=torch.float32, device=generator.device
-            )  # (B, d, N)
-            q, r = torch.linalg.qr(gaussian)  # q (B, d, N), r (B, N, N)
-            signs = torch.where(torch.diagonal(r, dim1=1, dim2=2) < 0, -1.0, 1.0)  # (B, N)
-            X = (q * signs[:, None, :]).transpose(1, 2).contiguous()  # (B, N, d)
-        else:
-            X = sample_sphere32((batch_size, self.N), self.d, generator)  # (B, N, d)
-        y = sample_sphere32((batch_size,), self.d, generator)  # (B, d)
-        scores = torch.einsum("nid,nd->ni", X.double(), y.double())  # (B, N), exact for the float32 points
-        target = X[torch.arange(batch_size, device=X.device), torch.argmax(scores, dim=1)]  # (B, d)
-        tokens = torch.cat([X, y[:, None, :]], dim=1)  # (B, N + 1, d)
-        return Batch(tokens=tokens, target=target, context=X, query=y)
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "keys": self.keys}
@@ -275,19 +248,14 @@ class FarthestTask(Task):
 
     name = "farthest"
 
-    def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
+    def sample(self, batch_size: int, generator: torch.Generator, dtype: torch.dtype = torch.float64) -> Batch:
         batch_size = check_int("batch_size", batch_size, minimum=1)
-        generator = check_torch_generator(generator)
-        X = sample_sphere((batch_size, self.N), self.d, generator)  # (B, N, d)
-        return Batch(tokens=X, target=farthest_point(X), context=X)
+        generator, dtype = check_torch_generator(generator), check_sample_dtype(dtype)
+        X = sample_sphere((batch_size, self.N), self.d, generator, dtype)  # (B, N, d)
+        return self.batch_of(X, farthest_point(X))
 
-    def sample_device(self, batch_size: int, generator: torch.Generator) -> Batch:
-        batch_size = check_int("batch_size", batch_size, minimum=1)
-        generator = check_any_generator(generator)
-        X = sample_sphere32((batch_size, self.N), self.d, generator)  # (B, N, d) float32
-        gram = torch.einsum("nid,njd->nij", X.double(), X.double())  # (B, N, N), exact for the float32 points
-        index = torch.argmin(gram, dim=2)  # (B, N)
-        target = X[torch.arange(batch_size, device=X.device)[:, None], index]  # (B, N, d)
+    def batch_of(self, X: torch.Tensor, target: torch.Tensor) -> Batch:
+        """The batch of points X (B, N, d) and their targets (B, N, d) drawn elsewhere (the reference sampler's)."""
         return Batch(tokens=X, target=target, context=X)
 
 
@@ -311,9 +279,11 @@ class BiasedTask(Task):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "keys": self.keys}
 
-    def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
+    def sample(self, batch_size: int, generator: torch.Generator, dtype: torch.dtype = torch.float64) -> Batch:
         batch_size = check_int("batch_size", batch_size, minimum=1)
         generator = check_torch_generator(generator)
+        if dtype != torch.float64 or generator.device.type != "cpu":
+            raise ValueError("the biased task draws in float64 on the CPU only (its target is computed by numpy)")
         seed = int(torch.randint(0, 2**62, (1,), generator=generator).item())
         rng = np.random.default_rng(seed)
         X, y = sample_biased_context(batch_size, self.d, rng, keys=self.keys)  # (B, 2, d), (B, d)
@@ -383,30 +353,16 @@ class LinearRegressionTask(Task):
     def full_task_from(self) -> int:
         return 0 if self.curriculum is None else self.curriculum.end_step
 
-    def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
+    def sample(self, batch_size: int, generator: torch.Generator, dtype: torch.dtype = torch.float64) -> Batch:
         batch_size = check_int("batch_size", batch_size, minimum=1)
-        generator = check_torch_generator(generator)
-        X = torch.randn((batch_size, self.N, self.d), generator=generator, dtype=torch.float64)  # (B, N, d)
-        w = torch.randn((batch_size, self.d), generator=generator, dtype=torch.float64)  # (B, d)
+        generator, dtype = check_torch_generator(generator), check_sample_dtype(dtype)
+        where = generator.device
+        X = torch.randn((batch_size, self.N, self.d), generator=generator, dtype=dtype, device=where)  # (B, N, d)
+        w = torch.randn((batch_size, self.d), generator=generator, dtype=dtype, device=where)  # (B, d)
         if self.active_dims < self.d:  # truncated dimensions (the full task draws exactly as before: same stream)
             X[:, :, self.active_dims :] = 0.0
             w[:, self.active_dims :] = 0.0
-        y = torch.einsum("bnd,bd->bn", X, w)  # (B, N)
-        y_tokens = torch.zeros_like(X)  # (B, N, d)
-        y_tokens[:, :, 0] = y
-        tokens = torch.stack([X, y_tokens], dim=2).reshape(batch_size, 2 * self.N, self.d)  # (B, 2N, d) interleaved
-        return Batch(tokens=tokens, target=y, context=X, aux=w)
-
-    def sample_device(self, batch_size: int, generator: torch.Generator) -> Batch:
-        batch_size = check_int("batch_size", batch_size, minimum=1)
-        generator = check_any_generator(generator)
-        where = generator.device
-        X = torch.randn((batch_size, self.N, self.d), generator=generator, dtype=torch.float32, device=where)  # (B,N,d)
-        w = torch.randn((batch_size, self.d), generator=generator, dtype=torch.float32, device=where)  # (B, d)
-        if self.active_dims < self.d:
-            X[:, :, self.active_dims :] = 0.0
-            w[:, self.active_dims :] = 0.0
-        y = torch.einsum("bnd,bd->bn", X, w)  # (B, N) float32 (no decision rests on it)
+        y = torch.einsum("bnd,bd->bn", X, w)  # (B, N), in the drawn precision (no decision rests on it)
         y_tokens = torch.zeros_like(X)  # (B, N, d)
         y_tokens[:, :, 0] = y
         tokens = torch.stack([X, y_tokens], dim=2).reshape(batch_size, 2 * self.N, self.d)  # (B, 2N, d) interleaved
@@ -525,17 +481,3 @@ def make_task(name: str, d: int, N: int, keys: str = "orthonormal", curriculum: 
     if name == "biased":
         return BiasedTask(d, N, keys)
     return LinearRegressionTask(d, N, curriculum=curriculum)
-
-
-def draw_batch(task: Task, batch_size: int, generator: torch.Generator, sampler: str, device: torch.device) -> Batch:
-    """One training batch of ``task`` on ``device`` in float32, drawn by ``sampler`` (`experiments.config.SAMPLERS`).
-
-    "cpu": :meth:`Task.sample` on the CPU in float64 from a CPU generator, then moved and cast (the reproducible
-    stream); "device": :meth:`Task.sample_device` from a generator that lives on ``device`` (nothing crosses from
-    the host).
-    """
-    if sampler == "device":
-        if generator.device.type != device.type:
-            raise ValueError(f"the device sampler's generator is on {generator.device}, the run on {device}")
-        return task.sample_device(batch_size, generator)
-    return task.sample(batch_size, generator).to(device)

@@ -1,7 +1,9 @@
-"""Build the model of a training config (`experiments.models.encoder`, `.gpt2`, `.theory_model`).
+"""Build the model of a training config: its model kind's builder (`experiments.model_kinds`), one per kind here.
 
-Every model built here is a :class:`TaskModel`: ``model(batch) -> predictions`` shaped like ``batch.target``, the
-same interface as the baselines of `experiments.tasks`, so training, evaluation and analysis treat them alike.
+:func:`build_model` imports and calls the builder the config's kind names (``"module:function"``); an unknown kind is
+refused by the kind registry, never built as another. Every model built is a :class:`TaskModel`: ``model(batch) ->
+predictions`` shaped like ``batch.target``, the same interface as the baselines of `experiments.tasks`, so training,
+evaluation and analysis treat them alike.
 
 - ``model="encoder"``: the paper's post-norm encoder (`PaperEncoder`) on the task's token sequence; the task reads the
   answer off the outputs (query tasks: the query token; farthest: every token). For ``icl`` a learned linear map
@@ -19,13 +21,16 @@ itself has zero derivative almost everywhere).
 
 from __future__ import annotations
 
+import importlib
 import math
+from collections.abc import Callable
 
 import torch
 from torch import nn
 
 from constructions.weights_io import WeightFileError, load_weights
 from experiments.config import TrainConfig
+from experiments.model_kinds import ModelKind, model_kind
 from experiments.models.construction_init import load_construction
 from experiments.models.encoder import PaperEncoder
 from experiments.models.from_weights import theory_model_from_file
@@ -33,28 +38,34 @@ from experiments.models.gpt2 import GPT2Backbone
 from experiments.models.spec import AttentionSpec
 from experiments.models.theory_model import TheoryModel
 from experiments.tasks import Batch, Task
+from theory.validation import check_choice
+
+FEEDS = ("sequence", "context")
+"""How a task feeds a network: its token sequence (tokens in, per-token outputs out: the encoder, the GPT-2 backbone),
+or its context and query (the theory model)."""
 
 
 class TaskModel(nn.Module):
-    """A network together with the way a task feeds it and reads its answer.
+    """A network together with the way a task feeds it and reads its answer (a pack's: the K runs' batches stacked,
+    `experiments.models.run_axis`).
 
     Args:
         task: the task whose batches the model answers.
         network: the torch module (encoder, GPT-2 backbone or theory model).
-        kind: "encoder" (any sequence model: tokens in, per-token outputs out) or "theory".
-        head: optional extra read-out module applied to the encoder outputs (icl: R^d -> R).
+        feed: "sequence" or "context" (`FEEDS`).
+        head: optional extra read-out module applied to a sequence model's outputs (icl: R^d -> R).
     """
 
-    def __init__(self, task: Task, network: nn.Module, kind: str, head: nn.Module | None = None) -> None:
+    def __init__(self, task: Task, network: nn.Module, feed: str, head: nn.Module | None = None) -> None:
         super().__init__()
         self.task = task
         self.network = network
-        self.kind = kind
+        self.feed = check_choice("feed", feed, FEEDS)
         self.head = head
 
     def forward(self, batch: Batch) -> torch.Tensor:
         """Predictions for a batch, shaped like ``batch.target``."""
-        if self.kind == "encoder":
+        if self.feed == "sequence":
             outputs = self.network(batch.tokens)  # (B, T, d)
             if self.head is not None:
                 outputs = self.head(outputs)  # (B, T, 1)
@@ -91,7 +102,7 @@ def build_encoder(config: TrainConfig, task: Task) -> TaskModel:
         layer_init=config.layer_init,
     )
     head = nn.Linear(config.d, 1) if task.name == "icl" else None
-    return TaskModel(task, network, "encoder", head)
+    return TaskModel(task, network, "sequence", head)
 
 
 def build_gpt2(config: TrainConfig, task: Task) -> TaskModel:
@@ -105,7 +116,7 @@ def build_gpt2(config: TrainConfig, task: Task) -> TaskModel:
         ffn_dim=config.ffn_dim,
         max_length=task.sequence_length,
     )
-    return TaskModel(task, network, "encoder")
+    return TaskModel(task, network, "sequence")
 
 
 def theory_network(config: TrainConfig) -> TheoryModel:
@@ -195,13 +206,23 @@ def theory_network_from_file(config: TrainConfig) -> TheoryModel:
 def build_theory(config: TrainConfig, task: Task) -> TaskModel:
     """The query-to-context theory model for ``config``, or started from ``config.init`` (file or recipe)."""
     network = theory_network_from_file(config) if config.init is not None else theory_network(config)
-    return TaskModel(task, network, "theory")
+    return TaskModel(task, network, "context")
+
+
+def model_builder(kind: ModelKind) -> Callable[[TrainConfig, Task], TaskModel]:
+    """The function ``kind.builder`` names (``"module:function"``), imported (ValueError when it names nothing
+    callable: a kind registered without its builder)."""
+    module_name, _, function_name = kind.builder.partition(":")
+    try:
+        builder = getattr(importlib.import_module(module_name), function_name)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"model kind {kind.name!r}: its builder {kind.builder!r} names nothing ({exc})") from exc
+    if not callable(builder):
+        raise ValueError(f"model kind {kind.name!r}: its builder {kind.builder!r} is not a function")
+    return builder  # type: ignore[no-any-return]
 
 
 def build_model(config: TrainConfig, task: Task) -> TaskModel:
-    """The model of a training config (parameters drawn from torch's global RNG; the caller seeds it)."""
-    if config.model == "encoder":
-        return build_encoder(config, task)
-    if config.model == "gpt2":
-        return build_gpt2(config, task)
-    return build_theory(config, task)
+    """The model of a training config, by its kind's builder (parameters drawn from torch's global RNG; the caller
+    seeds it)."""
+    return model_builder(model_kind(config.model))(config, task)

@@ -30,6 +30,7 @@ from typing import Any
 from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.config import TrainConfig
 from experiments.json_files import read_json_object, write_text_atomically
+from experiments.model_kinds import model_kind
 from experiments.training.run_directory import RunDirectory
 from experiments.training.run_record import POPULATION_KEYS, Evaluation
 
@@ -187,7 +188,7 @@ def write_run_report(run_dir: Path | str) -> Path:
         + f"), {config.layers} layer(s) of H = {config.heads} heads of rank r = {config.rank} "
         f"(width c = {config.width}), positional `{config.positional}`"
         + (f" (p = {config.positional_dim})" if config.positional_dim else "")
-        + (f", feed-forward width {config.ffn_dim}" if config.model != "theory" else "")
+        + (f", feed-forward width {config.ffn_dim}" if model_kind(config.model).feed_forward else "")
         + ".",
         "",
     ]

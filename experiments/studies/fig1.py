@@ -62,7 +62,7 @@ from experiments.sweeps.preset_kit import (
     paper_recipe,
 )
 from experiments.sweeps.run_specs import RunSpec
-from experiments.training.reference_data import REFERENCE_BATCHES
+from experiments.samplers.reference_data import REFERENCE_BATCHES
 
 # --------------------------------------------------------------------------------------------------------------------
 # The paper's numbers (docs/paper.md section 6), Figure 1: L x {full, half, low} x c.
@@ -265,7 +265,7 @@ worker streams are seeded data_seed + w), as the paper's did."""
 
 def _fig1_d64_replay(scale: str) -> list[RunSpec]:
     """fig1-d64's deciding cells trained as the paper trained them (issue 38): K = 100 batches of 256 from the
-    reference's sampler (`experiments.training.reference_data`), drawn once and replayed every epoch of 100 steps, so
+    reference's sampler (`experiments.samplers.reference_data`), drawn once and replayed every epoch of 100 steps, so
     best_loss is the lowest epoch-mean training loss on that set (the paper's metric) and each run also records its
     population error. Everything else as fig1-d64: d = 64, N = 16, c = 1, FFN 2048, batch 256, lr 0.01, temperature
     1, warm-up 5000 of a 100k-step schedule, layers as copies. cpu: the first 20k steps; paper: the whole 100k

@@ -139,11 +139,7 @@ def resolve_runs(preset: Preset, scale: str, overrides: Mapping[str, Any] | None
             raise type(exc)(f"overrides: {exc}") from exc
     checked: set[str] = set()
     for spec in specs:
-        if isinstance(spec, TrainConfig) and spec.init is not None:
-            if spec.model != "theory":
-                raise ValueError(
-                    f"init: weight files load into the theory model, but preset {preset.name} trains {spec.model!r}"
-                )
+        if isinstance(spec, TrainConfig) and spec.init is not None:  # its kind loads init (TrainConfig checks)
             key = json.dumps({k: v for k, v in spec.to_dict().items() if k != "seed"}, sort_keys=True)
             if key not in checked:
                 # torch (via the model factory) is imported only when a run loads a weight file: a sweep's driver

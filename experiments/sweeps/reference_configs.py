@@ -7,7 +7,7 @@ slowest), each point overriding the config. :func:`read_reference` reads the two
 format, read for this account, none of it copied) and builds one `TrainConfig` per point, in the reference's regime:
 
 - data: its sampler and fixed set (``sampler="reference"``: the 7 worker streams seeded ``data.seed`` + w, bitwise,
-  `experiments.training.reference_data`), K = ``trainer.limit_train_batches`` batches replayed every epoch, so an
+  `experiments.samplers.reference_data`), K = ``trainer.limit_train_batches`` batches replayed every epoch, so an
   epoch is K steps (``log_every = K``) and best_loss the lowest epoch-mean training loss on the set;
 - schedule: ``trainer.max_epochs`` x K steps; the reference links its scheduler to the trainer (warm-up
   ``max_epochs // 20`` epochs, cosine to ``eta_min = lr // 10``, which is 0 for every lr < 10) and Lightning steps it
@@ -37,8 +37,8 @@ from typing import Any
 
 from experiments.config import TrainConfig
 from experiments.config_files import load_mapping
+from experiments.samplers.reference_data import REFERENCE_WORKERS
 from experiments.sweeps.reference_points import ReferencePoint, refuse
-from experiments.training.reference_data import REFERENCE_WORKERS
 
 DATASET_CLASS = "task.NearestPointDataset"
 """The reference's dataset of uniform points on the sphere; with ``num_queries: -1`` its target is the farthest

@@ -44,10 +44,11 @@ from experiments.models.reference_layout import (
     read_reference_layout,
     reference_config,
 )
+from experiments.samplers import get_sampler
 from experiments.tasks import make_task
 from experiments.training.checkpoints import save_checkpoint
 from experiments.training.provenance import provenance
-from experiments.training.run import build_run, sampler_generator
+from experiments.training.run import build_run
 from experiments.training.run_directory import RunDirectory
 from experiments.training.run_model import dtype_name
 from experiments.training.schedule import make_optimizer, optimizer_kind
@@ -125,7 +126,7 @@ def write_imported_run(
                 model=model,
                 optimizer=optimizer,
                 scheduler=scheduler,
-                sampler=sampler_generator(config.seed),
+                sampler=get_sampler(config.sampler).generator(config.seed, torch.device("cpu")),
                 stats={"epoch_sum": 0.0, "epoch_count": 0, "best": math.inf, "last_epoch": math.nan, "elapsed": 0.0},
             )
         cpu_device = torch.device("cpu")

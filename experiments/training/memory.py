@@ -11,6 +11,7 @@ import math
 import os
 
 from experiments.config import TrainConfig
+from experiments.model_kinds import model_kind
 
 
 def available_memory() -> int:
@@ -55,16 +56,9 @@ def check_memory(bytes_needed: float, what: str, source: str) -> None:
 
 
 def training_bytes(config: TrainConfig) -> float:
-    """A rough upper estimate of the bytes one training step holds (float32; parameters, AdamW state, activations).
+    """A rough upper estimate of the bytes one training step of ``config`` holds (float32; parameters, AdamW state,
+    activations): its model kind's estimate (`experiments.model_kinds.ModelKind.training_bytes`), summed.
 
-    Per layer: H heads of rank r on width D (query/key maps H r D each, value maps H D D), a feed-forward block of
-    width ffn_dim; activations of batch_size (N + 1) tokens (icl: 2 N + 1) kept for the backward pass: the token
-    streams, the per-head queries/keys/values, the (N + 1) x (N + 1) score matrices and the feed-forward hidden layer,
-    times 3 for the backward pass and autograd's temporaries. A fixed training set (train_batches = K) adds its K
-    batches, held for the whole run: tokens, context and target, each at most batch_size (N + 1) x D floats.
-
-    Args:
-        config: the run's (validated) config.
     Returns:
         bytes, as a float (exact integers would be no more honest than the estimate).
     """
@@ -73,21 +67,8 @@ def training_bytes(config: TrainConfig) -> float:
 
 def training_byte_terms(config: TrainConfig, batch_size: int | None = None) -> dict[str, float]:
     """`training_bytes` split by what sets each part, keyed by the flags that size it (as `attnrank train` spells
-    them): the attention weights and their AdamW state, the attention activations, the feed-forward block (weights,
-    state and hidden activations, all proportional to ffn_dim) and a fixed training set. ``batch_size`` replaces the
-    config's (an evaluation's batches)."""
-    D, heads, layers = config.model_width, config.heads, config.layers  # D: the residual width
-    batch = config.batch_size if batch_size is None else batch_size
-    tokens = batch * (2 * config.N + 1 if config.task == "icl" else config.N + 1)
-    width = "--embed-dim" if config.embed_dim else "--d"
-    attention_params = layers * (heads * (2 * config.rank * D + D * D) + 4 * D)
-    attention_per_token = layers * (6 * D + heads * (2 * config.rank + D + config.N + 1))
-    return {
-        f"{width}/--width/--rank/--layers": 4.0 * 4 * attention_params,
-        f"--batch-size/--N/{width}/--width/--layers": 4.0 * 3 * tokens * attention_per_token,
-        "--ffn-dim": 4.0 * (4 * layers * 2 * D * config.ffn_dim + 3 * tokens * layers * 2 * config.ffn_dim),
-        "--train-batches": 4.0 * config.train_batches * 3 * tokens * D,
-    }
+    them; `ModelKind.training_bytes`). ``batch_size`` replaces the config's (an evaluation's batches)."""
+    return model_kind(config.model).training_bytes(config, batch_size)
 
 
 def training_memory_source(config: TrainConfig) -> str:

@@ -21,7 +21,8 @@ import torch
 
 from experiments.models.run_axis import run_count, run_state_dict, stack_models
 from experiments.packing import check_one_unit
-from experiments.tasks import Batch, Task, draw_batch
+from experiments.samplers import get_sampler
+from experiments.tasks import Batch, Task
 from experiments.training.run_start import RunState
 from experiments.training.schedule import (
     load_optimizer_state,
@@ -123,8 +124,8 @@ class TrainedRuns:
 
     def draw(self, task: Task, generators: Sequence[torch.Generator]) -> Batch:
         """Each run's next batch of ``task`` from its own generator, by the runs' sampler, on their device."""
-        config = self.config
-        return self.combine([draw_batch(task, config.batch_size, g, config.sampler, self.device) for g in generators])
+        sampler, batch_size = get_sampler(self.config.sampler), self.config.batch_size
+        return self.combine([sampler.draw(task, batch_size, g, self.device) for g in generators])
 
     def fixed_set(self) -> list[Batch]:
         """The runs' fixed training sets as one: batch t holds every run's own batch t (train_batches >= 1)."""

@@ -1,6 +1,6 @@
-"""What a run is built from: its device (chosen here and nowhere else), task, freshly initialised model and sampler
-generator. Reading a run directory back is `training.run_directory` (its files) and `training.run_model` (its
-trained model)."""
+"""What a run is built from: its device (chosen here and nowhere else), task and freshly initialised model (its batch
+generator is its sampler's, `experiments.samplers`). Reading a run directory back is `training.run_directory` (its
+files) and `training.run_model` (its trained model)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,6 @@ import torch
 from experiments.config import TrainConfig
 from experiments.models.factory import build_model
 from experiments.tasks import Task, make_task
-
-SAMPLER_SEED_OFFSET = 1_000_003
-"""The task sampler of seed s starts from s + this offset (model initialisation uses s itself)."""
 
 
 def resolve_device(name: str) -> torch.device:
@@ -24,18 +21,6 @@ def resolve_device(name: str) -> torch.device:
     if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
         raise ValueError(f"device {name!r} requested but this machine has {torch.cuda.device_count()} CUDA device(s)")
     return device
-
-
-def sampler_generator(seed: int, sampler: str = "cpu", device: torch.device | None = None) -> torch.Generator:
-    """The task sampler's generator for a run seed (model initialisation uses the seed itself).
-
-    sampler "cpu" (`experiments.config.SAMPLERS`): a CPU generator, whatever the run's device; "device": a generator
-    on ``device`` (the run's), seeded alike. Its state is saved in every checkpoint and restored on resume.
-    """
-    if sampler == "device":
-        where = torch.device("cpu") if device is None else device
-        return torch.Generator(device=where).manual_seed(seed + SAMPLER_SEED_OFFSET)
-    return torch.Generator().manual_seed(seed + SAMPLER_SEED_OFFSET)
 
 
 def build_run(config: TrainConfig, device: torch.device) -> tuple[Task, torch.nn.Module]:

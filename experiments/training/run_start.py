@@ -17,11 +17,11 @@ from typing import Any
 import torch
 
 from experiments.config import TrainConfig, TrainResult
+from experiments.samplers import get_sampler
 from experiments.tasks import Task
 from experiments.training.checkpoints import check_resumable, remove_stale_temporaries, restore_checkpoint
 from experiments.training.evaluation import CURVE_SAMPLES, population_error
-from experiments.training.fixed_set import fixed_training_set
-from experiments.training.run import build_run, resolve_device, sampler_generator
+from experiments.training.run import build_run, resolve_device
 from experiments.training.run_directory import RunDirectory
 from experiments.training.schedule import make_optimizer, optimizer_kind, schedule_factor
 
@@ -176,8 +176,8 @@ class RunState:
         return self.files
 
     def fixed_set(self) -> list[Any]:
-        """The run's fixed training set (train_batches >= 1; `training.fixed_set`)."""
-        return fixed_training_set(self.config, self.task, self.device)
+        """The run's fixed training set (train_batches >= 1), as its sampler draws it (`experiments.samplers`)."""
+        return get_sampler(self.config.sampler).fixed_set(self.config, self.task, self.device)
 
 
 def fresh_run(config: TrainConfig, files: RunDirectory | None = None) -> RunState:
@@ -186,7 +186,7 @@ def fresh_run(config: TrainConfig, files: RunDirectory | None = None) -> RunStat
     device = resolve_device(config.device)
     task, model = build_run(config, device)
     optimizer, scheduler = make_optimizer(model.parameters(), config, optimizer_kind(config, device))
-    generator = sampler_generator(config.data_seed_value, config.sampler, device)
+    generator = get_sampler(config.sampler).generator(config.data_seed_value, device)
     return RunState(config, files, task, model, optimizer, scheduler, generator, device)
 
 

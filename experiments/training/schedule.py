@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from experiments.config import TrainConfig
+from experiments.samplers import get_sampler
 
 
 def lr_factor(step: int, steps: int, warmup: int) -> float:
@@ -82,7 +83,7 @@ def optimizer_kind(config: TrainConfig, device: torch.device) -> str:
         return "default"
     if config.capture == "graph":
         return "capturable"
-    if config.capture == "compile" or config.sampler == "device":
+    if config.capture == "compile" or get_sampler(config.sampler).on_device:
         return "fused"
     return "default"
 

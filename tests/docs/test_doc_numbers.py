@@ -28,6 +28,7 @@ from experiments.analysis.tightness import TightnessCell, heads_for_target, rati
 from experiments.publish.gpu_call_blocks import gpu_runs
 from experiments.reporting.scaling_report import claim_records
 from experiments.reporting.sweep_report import checked_sweeps
+from experiments.samplers.reference_data import REFERENCE_BATCHES, shared_batches
 from experiments.studies import CLAIMS, PRESETS, SCALING_RULES, judge
 from experiments.studies.fig1 import FIG1_D64_STEPS
 from experiments.sweeps.grading import matches, scaling_rule_at_budget
@@ -35,7 +36,6 @@ from experiments.sweeps.scaling_verdicts import scaling_verdict
 from experiments.sweeps.store import ResultsStore
 from experiments.sweeps.store_records import sweep_records
 from experiments.training.evaluation import CURVE_SAMPLES, EVALUATION_SAMPLES, POPULATION_SEED
-from experiments.training.reference_data import REFERENCE_BATCHES, shared_batches
 from theory.bounds import min_heads, rank_lower_bound
 from theory.harmonics import sign_energy_tail
 from theory.majority_vote_error import majority_vote_error

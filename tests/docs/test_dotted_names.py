@@ -17,7 +17,7 @@ Which names are Python names of this project (the rules, in order):
    ``sweeps.execute``: the docs write these inside the experiments package's own sections) is resolved as
    ``experiments.<name>``;
 5. a name whose first segment is the last segment of a module the same file cited in full before it
-   (``reference_data.shared_batches`` after ``experiments.training.reference_data``) is resolved in that module;
+   (``reference_data.shared_batches`` after ``experiments.samplers.reference_data``) is resolved in that module;
 6. a name whose first segment is a class that exactly one module of the project defines at its top level
    (``TrainConfig.extends``, ``GramStatistics.reduced()``) is resolved in that module; an attribute an instance gets
    (a dataclass field without a default, ``self.device = ...`` in a method) counts as the class's;
@@ -246,7 +246,7 @@ def test_a_made_up_name_fails_and_the_rules_skip_what_is_not_ours() -> None:
     probe = ROOT / "docs" / "probe.md"  # never written: citations() reads the text given
     text = (
         "See `experiments.studies.no_such_claim`, `theory.bounds.rank_lower_bound(d, r)`, `analysis.run_curves`"
-        " and `experiments.training.reference_data`, then `reference_data.shared_batches`, `TrainConfig.extends`,"
+        " and `experiments.samplers.reference_data`, then `reference_data.shared_batches`, `TrainConfig.extends`,"
         " `TrainConfig.no_such_field`.\n"
         "Not ours: `config.json`, `results.sqlite`, `attention.bias`, `torch.load`, `task.at_step(s)`,"
         " `encoder.layers.{l}.norm1.scale`, `TrainConfig.curriculum_*`.\n"
@@ -257,8 +257,8 @@ def test_a_made_up_name_fails_and_the_rules_skip_what_is_not_ours() -> None:
         ("experiments.studies.no_such_claim", "experiments.studies.no_such_claim"),
         ("theory.bounds.rank_lower_bound", "theory.bounds.rank_lower_bound"),
         ("analysis.run_curves", "experiments.analysis.run_curves"),
-        ("experiments.training.reference_data", "experiments.training.reference_data"),
-        ("reference_data.shared_batches", "experiments.training.reference_data.shared_batches"),
+        ("experiments.samplers.reference_data", "experiments.samplers.reference_data"),
+        ("reference_data.shared_batches", "experiments.samplers.reference_data.shared_batches"),
         ("TrainConfig.extends", "experiments.config.TrainConfig.extends"),
         ("TrainConfig.no_such_field", "experiments.config.TrainConfig.no_such_field"),
         ("theory.sphere", "theory.sphere"),

@@ -1,4 +1,5 @@
-"""experiments/model_kinds.py: one object per model kind, the value lists defined once, torch-free (issue 39)."""
+"""experiments/model_kinds: one object per model kind (one module each, registered by name), the value lists defined
+once, torch-free (issues 39 and 48)."""
 
 from __future__ import annotations
 
@@ -40,9 +41,10 @@ def test_importing_the_model_kinds_loads_no_torch() -> None:
 def test_each_kind_accepts_its_own_config_and_sizes_it(name: str) -> None:
     config = TrainConfig(**{**BASE, **OWN[name]})
     kind = model_kind(name)
-    assert config.model_width == kind.residual_width(config) == (8 if name == "gpt2" else 4)
+    assert config.embed_dim_value == kind.embed_dim(config) == (8 if name == "gpt2" else 4)
     assert kind.step_work(config.to_dict()) > 0
     assert (packing_refusal(config) is None) == (kind.packed_value is not None)
+    assert kind.builder.partition(":")[0].startswith("experiments.models.")
 
 
 @pytest.mark.parametrize(
@@ -71,3 +73,35 @@ def test_packing_refusals_come_from_the_kind() -> None:
     assert packing_refusal(theory_standard) == "the packed theory model has full value maps only"
     assert packing_refusal(theory_farthest) == "the theory model on the farthest task is trained alone"
     assert packing_refusal(TrainConfig(**{**BASE, **OWN["gpt2"]})) == "model 'gpt2' is trained alone"
+
+
+def test_every_kind_module_is_registered_and_every_registered_kind_builds_its_model() -> None:
+    """A kind is its module plus one registry line: every module of the package (but the base) is a registered kind,
+    and each kind's builder (named on the torch side) builds a model of its config's width."""
+    from pathlib import Path
+
+    import torch
+
+    from experiments.models.factory import build_model
+    from experiments.tasks import make_task
+
+    modules = {p.stem for p in Path(model_kinds.__file__).parent.glob("*.py")} - {"__init__", "base"}
+    assert modules == set(model_kinds.KIND_NAMES)
+    for name in model_kinds.KIND_NAMES:
+        config = TrainConfig(**{**BASE, **OWN[name]})
+        task = make_task(config.task, config.d, config.N, config.keys)
+        model = build_model(config, task)
+        assert any(p.shape[-1] == config.embed_dim_value for p in model.parameters()), name
+        assert isinstance(model, torch.nn.Module) and model_kind(name) is MODEL_KINDS[name]
+
+
+def test_an_unknown_kind_is_an_error_and_a_builder_that_names_nothing_is_named() -> None:
+    from dataclasses import replace
+
+    from experiments.models.factory import model_builder
+
+    with pytest.raises(ValueError, match="model must be one of 'encoder', 'theory', 'gpt2', got 'rnn'"):
+        model_kind("rnn")
+    broken = replace(MODEL_KINDS["encoder"], builder="experiments.models.factory:build_rnn")
+    with pytest.raises(ValueError, match="model kind 'encoder': its builder 'experiments.models.factory:build_rnn'"):
+        model_builder(broken)

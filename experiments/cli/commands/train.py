@@ -23,9 +23,10 @@ from experiments.cli.arguments import (
     temperature_argument,
 )
 from experiments.cli.output import emit, warn
-from experiments.config import CAPTURES, KEY_KINDS, LR_INTERVALS, MATMUL_PRECISIONS, SAMPLERS, TASKS, TrainConfig
+from experiments.config import CAPTURES, KEY_KINDS, LR_INTERVALS, MATMUL_PRECISIONS, TASKS, TrainConfig
 from experiments.config_files import read_train_config
 from experiments.model_kinds import ATTENTIONS, LAYER_INITS, MODELS, POSITIONALS, VALUE_MAPS
+from experiments.samplers import SAMPLERS
 from experiments.training.arguments import runs_on_cpu
 from experiments.training.evaluation import EVALUATION_SAMPLES, evaluate_run
 from experiments.training.loop import train
@@ -145,10 +146,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         parser,
         "--sampler",
         default=d.sampler,
-        help=f"{' | '.join(SAMPLERS)}: draw batches on the CPU in float64 (the reproducible stream), on the run's "
-        "device in float32 from a generator there (same distribution, another stream; nothing crosses from the "
-        "host), or exactly as the reference implementation's data module draws them (farthest task, with "
-        "--train-batches: its fixed set bitwise, attnrank.reference_training_set) (default %(default)s)",
+        help="; ".join(f"{sampler.name}: {sampler.summary}" for sampler in SAMPLERS.values())
+        + " (default %(default)s)",
     )
     add(
         parser,

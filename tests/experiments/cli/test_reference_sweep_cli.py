@@ -17,10 +17,10 @@ import torch
 
 from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.cli.main import main
+from experiments.samplers import get_sampler
+from experiments.samplers.reference_data import reference_training_set
 from experiments.sweeps.reference_configs import read_reference
 from experiments.tasks import make_task
-from experiments.training.fixed_set import fixed_training_set
-from experiments.training.reference_data import reference_training_set
 
 TINY_CONFIG = """\
 experiment_name: tiny
@@ -89,7 +89,7 @@ def test_the_files_grid_trains_on_the_reference_set_with_the_staircase(
     for run in runs:
         # The data: the reference's fixed set of K = 2 batches for the run's data seed, bitwise.
         X, _ = reference_training_set(8, 4, 4, 2, seed=run.data_seed_value)
-        fixed = fixed_training_set(run, task, torch.device("cpu"))
+        fixed = get_sampler(run.sampler).fixed_set(run, task, torch.device("cpu"))
         assert all(torch.equal(fixed[k].tokens, X[k]) for k in range(2))
         # The learning rate of each epoch (metrics.csv: the rate of the epoch's last step), restated from the
         # reference's scheduler: 0, then peak / (W - 1) steps up to the peak at epoch W - 1 = 2, then the cosine.

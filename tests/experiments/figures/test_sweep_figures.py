@@ -63,7 +63,7 @@ def test_a_narrow_log_axis_labels_every_minor_tick() -> None:
     assert {"0.6", "0.7", "0.8", "0.9"} <= labels
 
 
-def test_icl_marks_the_model_width_as_full_rank(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_icl_marks_the_embed_dim_as_full_rank(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """In-context regression runs have d = 8 tokens in a model of width D = 32: rank 32 is full, rank 8 is not."""
     drawn: list[Figure] = []
     monkeypatch.setattr(sweeps.plt, "close", drawn.append)

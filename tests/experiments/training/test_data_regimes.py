@@ -14,13 +14,13 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 import attnrank
 from experiments.config import TrainConfig
-from experiments.tasks import Batch, make_task
+from experiments.samplers import SAMPLER_SEED_OFFSET, SAMPLERS, get_sampler
+from experiments.samplers.reference_data import REFERENCE_WORKERS, reference_training_set, shared_batches
+from experiments.tasks import Batch, Task, make_task
 from experiments.training.evaluation import POPULATION_SEED
-from experiments.training.fixed_set import fixed_training_set
 from experiments.training.loop import train
 from experiments.training.packed import TrainedRuns
-from experiments.training.reference_data import REFERENCE_WORKERS, reference_training_set, shared_batches
-from experiments.training.run import SAMPLER_SEED_OFFSET, build_run, sampler_generator
+from experiments.training.run import build_run
 from theory.validation import MAX_SEED
 
 TINY = TrainConfig(
@@ -94,6 +94,15 @@ def test_public_function_is_exported() -> None:
     assert attnrank.reference_training_set is reference_training_set
 
 
+def _fixed(config: TrainConfig, task: Task, device: torch.device) -> list[Batch]:
+    return get_sampler(config.sampler).fixed_set(config, task, device)
+
+
+def _fixed(config: TrainConfig, task: Task, device: torch.device) -> list[Batch]:
+    """The run's fixed set, as its sampler draws it."""
+    return get_sampler(config.sampler).fixed_set(config, task, device)
+
+
 # ------------------------------------------------------------------------------------------------------ replay
 def _recorded_batches(config: TrainConfig, out: Path, monkeypatch: pytest.MonkeyPatch) -> list[torch.Tensor]:
     """The tokens of every training batch of a run, in order."""
@@ -113,7 +122,7 @@ def _recorded_batches(config: TrainConfig, out: Path, monkeypatch: pytest.Monkey
 def test_step_t_trains_on_batch_t_mod_k(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sampler: str) -> None:
     config = dataclasses.replace(TINY, sampler=sampler)
     seen = _recorded_batches(config, tmp_path, monkeypatch)
-    fixed = fixed_training_set(config, make_task("farthest", 6, 4), torch.device("cpu"))
+    fixed = get_sampler(config.sampler).fixed_set(config, make_task("farthest", 6, 4), torch.device("cpu"))
     assert len(seen) == 12 and all(torch.equal(s, fixed[t % 3].tokens) for t, s in enumerate(seen))
     assert not torch.equal(fixed[0].tokens, fixed[1].tokens)
     if sampler == "reference":
@@ -125,7 +134,7 @@ def test_a_fixed_set_is_the_start_of_the_fresh_stream(tmp_path: Path, monkeypatc
     """With the cpu sampler, the fixed set is the first K batches a fresh-batch run of the same data seed draws."""
     fresh = dataclasses.replace(TINY, train_batches=0, steps=3)
     seen = _recorded_batches(fresh, tmp_path / "fresh", monkeypatch)
-    fixed = fixed_training_set(TINY, make_task("farthest", 6, 4), torch.device("cpu"))
+    fixed = get_sampler(TINY.sampler).fixed_set(TINY, make_task("farthest", 6, 4), torch.device("cpu"))
     assert all(torch.equal(s, f.tokens) for s, f in zip(seen, fixed, strict=True))
 
 
@@ -133,12 +142,8 @@ def test_the_data_seed_moves_the_data_and_not_the_initialisation() -> None:
     task, device = make_task("farthest", 6, 4), torch.device("cpu")
     other_data = dataclasses.replace(TINY, data_seed=7)
     other_init = dataclasses.replace(TINY, seed=7, data_seed=0)
-    assert not torch.equal(
-        fixed_training_set(TINY, task, device)[0].tokens, fixed_training_set(other_data, task, device)[0].tokens
-    )
-    assert torch.equal(
-        fixed_training_set(TINY, task, device)[0].tokens, fixed_training_set(other_init, task, device)[0].tokens
-    )
+    assert not torch.equal(_fixed(TINY, task, device)[0].tokens, _fixed(other_data, task, device)[0].tokens)
+    assert torch.equal(_fixed(TINY, task, device)[0].tokens, _fixed(other_init, task, device)[0].tokens)
 
     def weights(config: TrainConfig) -> torch.Tensor:
         return torch.cat([p.flatten() for p in build_run(config, device)[1].parameters()])
@@ -212,8 +217,11 @@ def test_population_evaluations_do_not_touch_training(tmp_path: Path) -> None:
 
 
 def test_the_held_out_stream_is_no_training_stream() -> None:
-    """Every training stream is seeded below the population seed: cpu/device samplers data_seed + offset, the
-    reference sampler data_seed + worker (workers <= 64), data_seed <= MAX_SEED (the largest any seed may be)."""
+    """Every training stream is seeded below the population seed: each sampler's streams lie within its seed_span
+    above the data seed (cpu/device: data_seed + offset; reference: data_seed + worker, workers <= 64), and
+    data_seed <= MAX_SEED (the largest any seed may be)."""
     largest = MAX_SEED
-    assert largest + SAMPLER_SEED_OFFSET < POPULATION_SEED and largest + 64 < POPULATION_SEED < 2**64
-    assert sampler_generator(largest).initial_seed() == largest + SAMPLER_SEED_OFFSET
+    for sampler in SAMPLERS.values():
+        assert largest + sampler.seed_span < POPULATION_SEED < 2**64, sampler.name
+    assert SAMPLERS["reference"].seed_span >= 63  # its workers' streams, data_seed + w for w < 64
+    assert get_sampler("cpu").generator(largest, torch.device("cpu")).initial_seed() == largest + SAMPLER_SEED_OFFSET

@@ -1,8 +1,9 @@
 """The device path of a training step (issue 29), tested on the CPU with the device path forced.
 
-- the device sampler (`Task.sample_device`): float32, on its generator's device, targets decided exactly on the
-  float32 points, the same distribution as the CPU sampler (means of three statistics agree within 4 combined
-  standard errors; negative control: a shifted statistic is refused), reproducible per generator state;
+- the device sampler (`experiments.samplers.device`: `Task.sample` in float32): on its generator's device, targets
+  decided exactly on the float32 points, the same distribution as the CPU sampler (means of three statistics agree
+  within 4 combined standard errors; negative control: a shifted statistic is refused), reproducible per generator
+  state;
 - runs with ``sampler = "device"``: kill and resume are bitwise exact (the generator's state is in the checkpoint),
   packs match separate runs, the config hash of existing runs is unchanged;
 - the step path: capture and matmul precision are recorded; capture is inactive (eager, bitwise equal) on the CPU;
@@ -25,11 +26,11 @@ import pytest
 import torch
 
 from experiments.config import TrainConfig
+from experiments.samplers import get_sampler
 from experiments.tasks import FarthestTask, make_task
 from experiments.training import step_capture
 from experiments.training.loop import train, train_packed
 from experiments.training.packed import TrainedRuns
-from experiments.training.run import sampler_generator
 from experiments.training.run_model import load_trained_model
 from experiments.training.run_start import fresh_run
 from experiments.training.schedule import (
@@ -96,7 +97,7 @@ def test_bad_step_path_fields_are_refused(changes: dict, message: str) -> None:
 @pytest.mark.parametrize(("name", "keys"), [("farthest", "iid"), ("nearest", "orthonormal"), ("nearest", "iid")])
 def test_device_batches_are_float32_unit_points_with_exact_targets(name: str, keys: str) -> None:
     task = make_task(name, 8, 6, keys)
-    batch = task.sample_device(64, torch.Generator().manual_seed(3))
+    batch = task.sample(64, torch.Generator().manual_seed(3), torch.float32)
     assert batch.tokens.dtype == batch.target.dtype == torch.float32
     assert torch.allclose(batch.context.norm(dim=-1), torch.ones(64, 6), atol=1e-6)
     X = batch.context.double()  # (B, N, d)
@@ -109,18 +110,15 @@ def test_device_batches_are_float32_unit_points_with_exact_targets(name: str, ke
             gram = torch.einsum("bid,bjd->bij", X, X)  # (B, N, N)
             assert torch.allclose(gram, torch.eye(6, dtype=torch.float64).expand(64, 6, 6), atol=1e-5)
     assert torch.equal(batch.target.double(), expected)  # the target is one of the float32 points, exactly
-    again = task.sample_device(64, torch.Generator().manual_seed(3))
+    again = task.sample(64, torch.Generator().manual_seed(3), torch.float32)
     assert torch.equal(again.tokens, batch.tokens)  # a function of the generator's state
 
 
 def _statistic_means(task_name: str, sampler: str, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-sample statistics of n batches' worth of samples: mean and standard error of each (3,)."""
     task = make_task(task_name, 8, 6, "iid")
-    generator = sampler_generator(7, sampler, torch.device("cpu"))
-    if sampler == "device":
-        batch = task.sample_device(n, generator)
-    else:
-        batch = task.sample(n, generator)
+    generator = get_sampler(sampler).generator(7, torch.device("cpu"))
+    batch = task.sample(n, generator, torch.float32 if sampler == "device" else torch.float64)
     X = batch.context.double()
     if task_name == "farthest":
         stats = [
@@ -152,15 +150,17 @@ def test_device_sampler_draws_the_cpu_samplers_distribution(task_name: str) -> N
 
 def test_device_icl_batches_follow_the_regression() -> None:
     task = make_task("icl", 6, 5)
-    batch = task.sample_device(32, torch.Generator().manual_seed(0))
+    batch = task.sample(32, torch.Generator().manual_seed(0), torch.float32)
     assert batch.aux is not None and batch.tokens.shape == (32, 10, 6) and batch.tokens.dtype == torch.float32
     assert torch.allclose(batch.target, torch.einsum("bnd,bd->bn", batch.context, batch.aux))
     assert torch.equal(batch.tokens[:, 1::2, 0], batch.target)
 
 
 def test_the_biased_task_has_no_device_sampler() -> None:
-    with pytest.raises(ValueError, match="task 'biased' has no device sampler"):
-        make_task("biased", 4, 2).sample_device(4, torch.Generator())
+    with pytest.raises(ValueError, match="the biased task draws in float64 on the CPU only"):
+        make_task("biased", 4, 2).sample(4, torch.Generator(), torch.float32)
+    with pytest.raises(ValueError, match="sampler must be 'cpu' for the biased task"):
+        TrainConfig(task="biased", N=2, sampler="device")
 
 
 # ----------------------------------------------------------------------------------------- runs on the device path
@@ -169,18 +169,20 @@ def test_a_killed_device_sampler_run_resumes_bitwise(tmp_path: Path, monkeypatch
     equals the uninterrupted one bitwise (weights, metrics, result)."""
     reference = train(TINY, tmp_path / "straight", progress=False)
     calls = {"n": 0}
-    original = FarthestTask.sample_device
+    original = FarthestTask.sample
 
-    def killed(self, batch_size, generator):  # type: ignore[no-untyped-def]
+    def killed(self, batch_size, generator, dtype=torch.float64):  # type: ignore[no-untyped-def]
+        if dtype == torch.float64:  # the held-out evaluation's draw, not a training batch
+            return original(self, batch_size, generator, dtype)
         calls["n"] += 1
         if calls["n"] == 24:  # between the checkpoints at steps 20 and 30
             raise KeyboardInterrupt
-        return original(self, batch_size, generator)
+        return original(self, batch_size, generator, dtype)
 
-    monkeypatch.setattr(FarthestTask, "sample_device", killed)
+    monkeypatch.setattr(FarthestTask, "sample", killed)
     with pytest.raises(KeyboardInterrupt):
         train(TINY, tmp_path / "resumed", progress=False)
-    monkeypatch.setattr(FarthestTask, "sample_device", original)
+    monkeypatch.setattr(FarthestTask, "sample", original)
     resumed = train(TINY, tmp_path / "resumed", progress=False)
     assert (resumed.final_loss, resumed.best_loss, resumed.steps) == (
         reference.final_loss,
@@ -300,7 +302,7 @@ def test_the_compiled_step_matches_the_eager_step_on_the_cpu() -> None:
 
     eager, compiled_runs = pack(), pack()
     compiled = step_capture.CompiledStep(compiled_runs, compiled_runs.optimizer)
-    samplers = [sampler_generator(c.seed, "device", device) for c in configs]
+    samplers = [get_sampler("device").generator(c.seed, device) for c in configs]
     for _ in range(3):
         batch = eager.draw(eager.task, samplers)
         expected = step_capture.eager_step(eager, eager.optimizer, batch)

@@ -1,0 +1,19 @@
+"""The ``gpt2`` kind: a GPT-2-style causal backbone (`experiments.models.gpt2`) of residual width ``embed_dim``, with
+learned absolute positions; its runs are trained alone."""
+
+from __future__ import annotations
+
+from experiments.model_kinds.base import ModelKind
+
+KIND = ModelKind(
+    name="gpt2",
+    label="GPT-2 backbone",
+    builder="experiments.models.factory:build_gpt2",
+    positionals=("additive",),
+    positional_note="learned absolute positions",
+    trains_icl=True,
+    loads_init=False,
+    sized_by_embed_dim=True,
+    packed_value=None,
+    generalized_attention=False,
+)
