@@ -42,11 +42,11 @@ from constructions.weights_io import WeightFile, load_weights, save_weights
 from experiments.cli.version import package_version
 from experiments.config import TrainConfig, TrainResult
 from experiments.models.reference_layout import reference_state_from_encoder
+from experiments.samplers.reference_data import reference_training_set
 from experiments.studies import PRESETS, run_sweep
 from experiments.sweeps.readers import read_curves, read_store
 from experiments.training.imported_run import import_reference_encoder
 from experiments.training.loop import train, train_packed
-from experiments.samplers.reference_data import reference_training_set
 from experiments.training.run_model import load_trained_model
 from theory.bounds import BoundInterval, full_rank_error, min_heads, rank_lower_bound
 

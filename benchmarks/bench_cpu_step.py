@@ -133,13 +133,13 @@ class ReferenceLayer(nn.TransformerEncoderLayer):
     self-attention replaced by the average of ``width`` stock nn.MultiheadAttention blocks (``widened_self_attn``;
     the stock ``self_attn`` stays registered and unused, as in the reference's state dicts)."""
 
-    def __init__(self, d_model: int, rank: int, width: int, ffn_dim: int) -> None:
-        heads = d_model // rank
-        super().__init__(d_model, heads, ffn_dim, dropout=0.0, activation="relu", batch_first=True, norm_first=False)
+    def __init__(self, embed_dim: int, rank: int, width: int, ffn_dim: int) -> None:
+        heads = embed_dim // rank
+        super().__init__(embed_dim, heads, ffn_dim, dropout=0.0, activation="relu", batch_first=True, norm_first=False)
         self.norm1 = ScalarL2Norm()  # type: ignore[assignment]
         self.norm2 = ScalarL2Norm()  # type: ignore[assignment]
         self.widened_self_attn = nn.ModuleList(
-            nn.MultiheadAttention(d_model, heads, dropout=0.0, batch_first=True) for _ in range(width)
+            nn.MultiheadAttention(embed_dim, heads, dropout=0.0, batch_first=True) for _ in range(width)
         )
 
     def _sa_block(

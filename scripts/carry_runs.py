@@ -25,8 +25,8 @@ from pathlib import Path
 
 from experiments.analysis.sweep_directory import SweepDirectory
 from experiments.training.checkpoints import STATS_FIELDS, load_checkpoint
-from experiments.training.run_start import check_epoch_rows
 from experiments.training.run_directory import RunDirectory
+from experiments.training.run_start import check_epoch_rows
 
 
 def _verified_copy(source: RunDirectory, target: RunDirectory) -> int:

@@ -111,7 +111,7 @@ def query_key_matrices(layer: RankedMultiheadAttention) -> FloatArray:
     """
     if not isinstance(layer, RankedMultiheadAttention):
         raise ValueError(f"layer must be a RankedMultiheadAttention, got {type(layer).__name__}")
-    H, r, D = layer.heads, layer.rank, layer.d_model
+    H, r, D = layer.heads, layer.rank, layer.embed_dim
     weight = layer.in_proj_weight.detach().to("cpu", torch.float64).numpy()  # (n_proj H r, D)
     Q = weight[: H * r].reshape(H, r, D)  # (H, r, D)
     K = weight[H * r : 2 * H * r].reshape(H, r, D)  # (H, r, D)
@@ -125,7 +125,7 @@ def analyze_layer(layer: RankedMultiheadAttention) -> dict[str, Any]:
     return {
         "heads": layer.heads,
         "rank": layer.rank,
-        "d_model": layer.d_model,
+        "d_model": layer.embed_dim,
         "sum": summarize_matrix(M.sum(axis=0)),
         "per_head": [summarize_matrix(M[h]) for h in range(M.shape[0])],
     }

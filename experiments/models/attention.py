@@ -94,7 +94,7 @@ class RankedMultiheadAttention(nn.Module):
     """H heads of query/key rank r in one vectorised module (see the module docstring for the exact maps).
 
     Args:
-        d_model: token width d (>= 1).
+        embed_dim: token width d (>= 1).
         rank: query/key rank r of every head, 1 <= r <= d; for ``value="standard"`` r must divide d.
         width: c >= 1, the number of averaged standard blocks; H = c d / r heads. Ignored when ``heads`` is given.
         heads: explicit head count H (>= 1). With ``value="standard"`` H r must be a multiple of d (whole blocks of
@@ -118,7 +118,7 @@ class RankedMultiheadAttention(nn.Module):
 
     def __init__(
         self,
-        d_model: int,
+        embed_dim: int,
         rank: int,
         width: int = 1,
         heads: int | None = None,
@@ -134,27 +134,27 @@ class RankedMultiheadAttention(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
-        d = check_int("d_model", d_model, minimum=1)
+        d = check_int("embed_dim", embed_dim, minimum=1)
         r = check_rank(rank, d, name="rank")
         self.value = check_choice("value", value, VALUE_MAPS)
         self.attention = check_choice("attention", attention, ATTENTIONS)
         self.hardmax_gradient = check_choice("hardmax_gradient", hardmax_gradient, HARDMAX_GRADIENTS)
         if self.value == "standard" and d % r != 0:
-            raise ValueError(f"rank must divide d_model = {d} for value='standard' (blocks of d / r heads), got {r}")
+            raise ValueError(f"rank must divide embed_dim = {d} for value='standard' (blocks of d / r heads), got {r}")
         if heads is None:
             c = check_int("width", width, minimum=1)
             if self.value == "standard":
                 H = c * (d // r)
             else:
                 if (c * d) % r != 0:
-                    raise ValueError(f"width * d_model = {c * d} must be a multiple of rank = {r}, or give heads")
+                    raise ValueError(f"width * embed_dim = {c * d} must be a multiple of rank = {r}, or give heads")
                 H = c * d // r
         else:
             H = check_heads(heads, name="heads")
             if self.value == "standard":
                 if (H * r) % d != 0:
                     raise ValueError(
-                        f"heads * rank must be a multiple of d_model = {d} for value='standard' "
+                        f"heads * rank must be a multiple of embed_dim = {d} for value='standard' "
                         f"(whole blocks of d / r = {d // r} heads), got heads = {H}"
                     )
                 c = H * r // d
@@ -166,7 +166,7 @@ class RankedMultiheadAttention(nn.Module):
             temperature = check_temperature(temperature)
         if score_scale is None:
             score_scale = 1.0 / math.sqrt(r)
-        self.d_model, self.rank, self.heads, self.width = d, r, H, c
+        self.embed_dim, self.rank, self.heads, self.width = d, r, H, c
         self.temperature = float(temperature)
         self.score_scale = check_real("score_scale", score_scale, minimum=0.0, strict_minimum=True)
         self.causal = bool(causal)
@@ -212,8 +212,8 @@ class RankedMultiheadAttention(nn.Module):
         K runs ``modules``, each with its own score scale (temperature x score_scale) and, for standard value maps,
         its own rank; ValueError when they differ in anything else that shapes the arithmetic."""
         for k, other in enumerate(modules):
-            same = (other.d_model, other.width, other.value, other.attention, other.causal, other.has_bias)
-            if same != (self.d_model, self.width, self.value, self.attention, self.causal, self.has_bias):
+            same = (other.embed_dim, other.width, other.value, other.attention, other.causal, other.has_bias)
+            if same != (self.embed_dim, self.width, self.value, self.attention, self.causal, self.has_bias):
                 raise ValueError(f"attention of run {k} differs from run 0's in more than its rank and temperature")
             if other.heads * other.rank != self.heads * self.rank or (self.value == "full" and other.rank != self.rank):
                 raise ValueError(f"attention of run {k} has another rank than run 0's, which its shapes cannot take")
@@ -248,16 +248,17 @@ class RankedMultiheadAttention(nn.Module):
 
     def extra_repr(self) -> str:
         return (
-            f"d_model={self.d_model}, rank={self.rank}, heads={self.heads}, width={self.width}, value={self.value!r}, "
-            f"attention={self.attention!r}, temperature={self.temperature}, score_scale={self.score_scale:.6g}, "
-            f"bias={self.has_bias}, causal={self.causal}, implementation={self.implementation!r}"
+            f"embed_dim={self.embed_dim}, rank={self.rank}, heads={self.heads}, width={self.width}, "
+            f"value={self.value!r}, attention={self.attention!r}, temperature={self.temperature}, "
+            f"score_scale={self.score_scale:.6g}, bias={self.has_bias}, causal={self.causal}, "
+            f"implementation={self.implementation!r}"
         )
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Initialise as c independent nn.MultiheadAttention blocks would be (xavier-uniform in-projection over a
         block's (3d, d) matrix, output map U(-1/sqrt d, 1/sqrt d), zero biases); full value maps V_h are
         U(-a, a) with a = 1/sqrt(H d) so that the sum over heads has the scale of one d x d linear layer."""
-        d = self.d_model
+        d = self.embed_dim
         with torch.no_grad():
             bound = math.sqrt(6.0 / (d + 3 * d))  # xavier_uniform on a (3d, d) block
             self.in_proj_weight.uniform_(-bound, bound, generator=generator)
@@ -274,7 +275,7 @@ class RankedMultiheadAttention(nn.Module):
     def _project(self, x_query: torch.Tensor, x_context: torch.Tensor | None) -> list[torch.Tensor]:
         """q, k (and v for standard) of all heads as (B, H, N, r) views (one matmul per distinct input); a pack's as
         (K B, H, N, r), run-major, each run's score scale folded into its query rows."""
-        H, r, d = self.heads, self.rank, self.d_model
+        H, r, d = self.heads, self.rank, self.embed_dim
         n_proj = 3 if self.value == "standard" else 2
         weight: torch.Tensor = self.in_proj_weight  # (n_proj H r, d); a pack's (K, n_proj H r, d)
         bias: torch.Tensor | None = self.in_proj_bias  # (n_proj H r,); a pack's (K, n_proj H r)
@@ -303,15 +304,15 @@ class RankedMultiheadAttention(nn.Module):
         """(the run axis: () or (K,), B, N_q, N) of valid inputs; ValueError naming the input otherwise."""
         lead: tuple[int, ...] = () if self.runs is None else (self.runs,)
         form = "".join(f"{k}, " for k in lead)
-        if x_query.dim() != len(lead) + 3 or x_query.shape[: len(lead)] != lead or x_query.shape[-1] != self.d_model:
-            raise ValueError(f"x_query must have shape ({form}B, N_q, {self.d_model}), got {tuple(x_query.shape)}")
+        if x_query.dim() != len(lead) + 3 or x_query.shape[: len(lead)] != lead or x_query.shape[-1] != self.embed_dim:
+            raise ValueError(f"x_query must have shape ({form}B, N_q, {self.embed_dim}), got {tuple(x_query.shape)}")
         B, Nq, _ = x_query.shape[-3:]
         N = Nq
         if x_context is not None:
             matches = x_context.dim() == x_query.dim() and x_context.shape[:-2] == x_query.shape[:-2]
-            if not matches or x_context.shape[-1] != self.d_model:
+            if not matches or x_context.shape[-1] != self.embed_dim:
                 shape = tuple(x_context.shape)
-                raise ValueError(f"x_context must have shape ({form}{B}, N, {self.d_model}), got {shape}")
+                raise ValueError(f"x_context must have shape ({form}{B}, N, {self.embed_dim}), got {shape}")
             N = x_context.shape[-2]
         if self.causal and N != Nq:
             raise ValueError(f"causal attention needs as many queries as keys, got N_q = {Nq} and N = {N}")
@@ -389,8 +390,8 @@ class RankedMultiheadAttention(nn.Module):
         if self.value == "standard":
             values = projected[2]  # (B, H, N, r)
         else:
-            flat = context.reshape(-1, N, self.d_model)  # (B, N, d): a pack's runs and samples in one axis
-            values = flat.unsqueeze(1).expand(flat.shape[0], self.heads, N, self.d_model)  # (B, H, N, d): no copy
+            flat = context.reshape(-1, N, self.embed_dim)  # (B, N, d): a pack's runs and samples in one axis
+            values = flat.unsqueeze(1).expand(flat.shape[0], self.heads, N, self.embed_dim)  # (B, H, N, d): no copy
         # A pack's score scales are already in its queries (`_project`).
         scale = self.temperature * self.score_scale if self.runs is None else 1.0
         mixed = self._mix(q, k, values, score_bias, scale)  # (B, H, Nq, e), e = r (standard) or d (full)
@@ -402,7 +403,7 @@ class RankedMultiheadAttention(nn.Module):
             out = linear(mixed, self.out_proj_weight) * (1.0 / self.width)  # (B, Nq, d)
         else:
             assert self.value_weight is not None
-            d = self.d_model
+            d = self.embed_dim
             stacked = self.value_weight.transpose(-3, -2).reshape(*lead, d, self.heads * d)  # (d, H d)
             out = linear(mixed, stacked)  # (B, Nq, d): sum_h V_h mixed_h
         if self.out_proj_bias is not None:
@@ -500,7 +501,7 @@ class RankedMultiheadAttention(nn.Module):
             dict with Q (H, r, d), K (H, r, d), V (H, d, d) (standard: V_h = (1/c) O^h W_v^h) and temperature
             (= self.temperature * self.score_scale; math.inf for hardmax without a surrogate gradient).
         """
-        H, r, d = self.heads, self.rank, self.d_model
+        H, r, d = self.heads, self.rank, self.embed_dim
         w = self.in_proj_weight.detach()
         Q = w[: H * r].reshape(H, r, d)  # (H, r, d)
         K = w[H * r : 2 * H * r].reshape(H, r, d)  # (H, r, d)
@@ -526,7 +527,7 @@ class RankedMultiheadAttention(nn.Module):
         """
         if self.value != "full":
             raise ValueError("load_heads needs value='full' (rank-r value maps cannot hold a general V_h)")
-        H, r, d = self.heads, self.rank, self.d_model
+        H, r, d = self.heads, self.rank, self.embed_dim
         for name, t, shape in (("Q", Q, (H, r, d)), ("K", K, (H, r, d)), ("V", V, (H, d, d))):
             if tuple(t.shape) != shape:
                 raise ValueError(f"{name} must have shape {shape}, got {tuple(t.shape)}")
@@ -549,7 +550,7 @@ class RankedMultiheadAttention(nn.Module):
             raise ValueError("load_torch_blocks needs value='standard'")
         if len(blocks) != self.width:
             raise ValueError(f"blocks must hold width = {self.width} modules, got {len(blocks)}")
-        d, r, H = self.d_model, self.rank, self.heads
+        d, r, H = self.embed_dim, self.rank, self.heads
         per = d // r
         for b, block in enumerate(blocks):
             if block.embed_dim != d or block.num_heads != per or block.in_proj_weight is None:

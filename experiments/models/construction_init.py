@@ -91,7 +91,7 @@ def load_construction(model: TheoryModel, config: TrainConfig) -> None:
         model.readout.copy_(torch.eye(config.d))  # (d, d): the single-layer output is the attention itself
         return
     weights = majority_vote_of(config)
-    D = model.stream_dim  # D = d + p >= 2d + 1
+    D = model.embed_dim  # D = d + p >= 2d + 1
     for layer, source in zip(layers, weights.layers, strict=True):
         Q = _pad_last(source.Q, D)  # (H_l, 1, D)
         K = _pad_last(source.K, D)  # (H_l, 1, D)

@@ -77,7 +77,7 @@ class PaperEncoderLayer(nn.Module):
     """One post-norm encoder layer: L2Norm(x + attention(x)), then L2Norm(h + FFN(h)).
 
     Args:
-        d_model: token width D.
+        embed_dim: token width D.
         attention: the attention layer's spec (its ``bias`` also sets the feed-forward block's biases).
         ffn_dim: hidden width of the ReLU feed-forward block (>= 1).
         device, dtype: factory arguments for the parameters.
@@ -85,7 +85,7 @@ class PaperEncoderLayer(nn.Module):
 
     def __init__(
         self,
-        d_model: int,
+        embed_dim: int,
         attention: AttentionSpec,
         ffn_dim: int = 2048,
         device: torch.device | str | None = None,
@@ -94,10 +94,10 @@ class PaperEncoderLayer(nn.Module):
         super().__init__()
         ffn_dim = check_int("ffn_dim", ffn_dim, minimum=1)
         bias = attention.bias
-        self.self_attn = attention.build(d_model, device=device, dtype=dtype)
+        self.self_attn = attention.build(embed_dim, device=device, dtype=dtype)
         # Names as in nn.TransformerEncoderLayer, so its weights map one to one.
-        self.linear1 = nn.Linear(d_model, ffn_dim, bias=bias, device=device, dtype=dtype)
-        self.linear2 = nn.Linear(ffn_dim, d_model, bias=bias, device=device, dtype=dtype)
+        self.linear1 = nn.Linear(embed_dim, ffn_dim, bias=bias, device=device, dtype=dtype)
+        self.linear2 = nn.Linear(ffn_dim, embed_dim, bias=bias, device=device, dtype=dtype)
         self.norm1 = L2Norm(device=device, dtype=dtype)
         self.norm2 = L2Norm(device=device, dtype=dtype)
 
@@ -182,7 +182,7 @@ class PaperEncoder(nn.Module):
             if max_length is None:
                 raise ValueError(f"max_length must be an integer >= 1 for positional={self.positional!r}, got None")
             self.max_length = check_int("max_length", max_length, minimum=1)
-        self.d_model = self.d + self.positional_dim
+        self.embed_dim = self.d + self.positional_dim
         self.position_table: nn.Parameter | None = None
         if self.positional != "none":
             assert self.max_length is not None
@@ -192,7 +192,7 @@ class PaperEncoder(nn.Module):
             )  # (max_length, .)
 
         def new_layer() -> PaperEncoderLayer:
-            return PaperEncoderLayer(self.d_model, attention, ffn_dim=ffn_dim, device=device, dtype=dtype)
+            return PaperEncoderLayer(self.embed_dim, attention, ffn_dim=ffn_dim, device=device, dtype=dtype)
 
         if self.layer_init == "copies":
             first = new_layer()
@@ -201,7 +201,7 @@ class PaperEncoder(nn.Module):
             self.layers = nn.ModuleList(new_layer() for _ in range(self.num_layers))
         self.readout: nn.Linear | None = None
         if self.positional == "concat" and self.readout_kind == "linear":
-            self.readout = nn.Linear(self.d_model, self.d, bias=False, device=device, dtype=dtype)
+            self.readout = nn.Linear(self.embed_dim, self.d, bias=False, device=device, dtype=dtype)
         self.reset_positional(None)
 
     @torch.no_grad()

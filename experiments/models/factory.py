@@ -110,7 +110,7 @@ def build_gpt2(config: TrainConfig, task: Task) -> TaskModel:
     network = GPT2Backbone(
         d_in=config.d,
         d_out=1 if task.name == "icl" else config.d,
-        d_model=config.embed_dim,
+        embed_dim=config.embed_dim,
         attention=AttentionSpec(config.rank, width=config.width, causal=task.causal),
         layers=config.layers,
         ffn_dim=config.ffn_dim,

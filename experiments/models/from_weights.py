@@ -47,7 +47,7 @@ def load_attention_heads(
     own temperature and score scale reproduce the file's scores; biases of the module are zeroed.
 
     Args:
-        module: the target attention (d_model = d, rank >= r, heads >= H).
+        module: the target attention (embed_dim = d, rank >= r, heads >= H).
         Q: (H, r, d) query maps.
         K: (H, r, d) key maps.
         V: (H, d, d) value/output maps.
@@ -62,9 +62,9 @@ def load_attention_heads(
     Ka = check_array("K", K, shape=(H, r, d))
     Va = check_array("V", V, shape=(H, d, d))
     temperature = check_temperature(temperature)
-    if d != module.d_model or r > module.rank or H > module.heads:
+    if d != module.embed_dim or r > module.rank or H > module.heads:
         raise ValueError(
-            f"heads of shape (H, r, d) = ({H}, {r}, {d}) do not fit a module with d_model = {module.d_model}, "
+            f"heads of shape (H, r, d) = ({H}, {r}, {d}) do not fit a module with embed_dim = {module.embed_dim}, "
             f"rank = {module.rank}, heads = {module.heads} (need equal d, r <= rank, H <= heads)"
         )
     hardmax = module.attention == "hardmax"

@@ -27,17 +27,17 @@ class PreNormBlock(nn.Module):
     """One GPT-2 block: x + attn(LN(x)), then + MLP(LN(.)) with a GELU hidden layer of width ``ffn_dim``.
 
     Args:
-        d_model: residual width D.  attention: the attention layer's spec (H = width * D / rank heads).
+        embed_dim: residual width D.  attention: the attention layer's spec (H = width * D / rank heads).
         ffn_dim: MLP hidden width.
     """
 
-    def __init__(self, d_model: int, attention: AttentionSpec, ffn_dim: int) -> None:
+    def __init__(self, embed_dim: int, attention: AttentionSpec, ffn_dim: int) -> None:
         super().__init__()
-        self.ln_1 = nn.LayerNorm(d_model)
-        self.attn = attention.build(d_model)
-        self.ln_2 = nn.LayerNorm(d_model)
-        self.mlp_in = nn.Linear(d_model, ffn_dim)
-        self.mlp_out = nn.Linear(ffn_dim, d_model)
+        self.ln_1 = nn.LayerNorm(embed_dim)
+        self.attn = attention.build(embed_dim)
+        self.ln_2 = nn.LayerNorm(embed_dim)
+        self.mlp_in = nn.Linear(embed_dim, ffn_dim)
+        self.mlp_out = nn.Linear(ffn_dim, embed_dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Args: x (B, T, D). Returns: (B, T, D)."""
@@ -50,7 +50,7 @@ class GPT2Backbone(nn.Module):
 
     Args:
         d_in: token width d of the task.  d_out: output width per token (1 for icl's scalar prediction).
-        d_model: residual width D (Garg et al.: 256).  attention: every block's attention (rank must divide D;
+        embed_dim: residual width D (Garg et al.: 256).  attention: every block's attention (rank must divide D;
         causal for causal tasks).  layers: number of blocks (Garg et al.: 12).
         ffn_dim: MLP hidden width (GPT-2: 4 D).  max_length: number of learned positions (>= sequence length).
     """
@@ -59,7 +59,7 @@ class GPT2Backbone(nn.Module):
         self,
         d_in: int,
         d_out: int,
-        d_model: int,
+        embed_dim: int,
         attention: AttentionSpec,
         layers: int,
         ffn_dim: int,
@@ -68,15 +68,15 @@ class GPT2Backbone(nn.Module):
         super().__init__()
         self.d_in = check_int("d_in", d_in, minimum=1)
         self.d_out = check_int("d_out", d_out, minimum=1)
-        self.d_model = check_int("d_model", d_model, minimum=1)
+        self.embed_dim = check_int("embed_dim", embed_dim, minimum=1)
         check_int("layers", layers, minimum=1)
         self.max_length = check_int("max_length", max_length, minimum=1)
-        self.read_in = nn.Linear(d_in, d_model)
-        self.positions = nn.Embedding(max_length, d_model)
+        self.read_in = nn.Linear(d_in, embed_dim)
+        self.positions = nn.Embedding(max_length, embed_dim)
         nn.init.normal_(self.positions.weight, std=0.02)  # GPT-2's initialisation of the position table
-        self.blocks = nn.ModuleList(PreNormBlock(d_model, attention, ffn_dim=ffn_dim) for _ in range(layers))
-        self.ln_f = nn.LayerNorm(d_model)
-        self.read_out = nn.Linear(d_model, d_out)
+        self.blocks = nn.ModuleList(PreNormBlock(embed_dim, attention, ffn_dim=ffn_dim) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(embed_dim)
+        self.read_out = nn.Linear(embed_dim, d_out)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Args: tokens (B, T, d_in) with T <= max_length. Returns: (B, T, d_out)."""

@@ -89,7 +89,7 @@ def check_hyper_parameters(
     prefix = layout.prefix
     table_columns = int(layout.state[CONCAT_KEY].shape[1])
     shown = {
-        "dim": (layout.d, f"the state dict's token dimension d = D - p = {layout.d_model} - {layout.positional_dim}"),
+        "dim": (layout.d, f"the state dict's token dimension d = D - p = {layout.embed_dim} - {layout.positional_dim}"),
         "positional_dim": (layout.positional_dim, f"{prefix + CONCAT_KEY!r} has {layout.positional_dim} rows"),
         "num_layers": (layout.layers, f"the state dict has {layout.layers} layers (encoder.layers.0..)"),
         "width_multiplier": (layout.width, f"layer 0 has {layout.width} attention blocks (widened_self_attn.*)"),
@@ -112,7 +112,7 @@ def check_hyper_parameters(
             held = "holds biases" if layout.bias else "holds no biases"
             raise ValueError(f"{source}: {MODULE_KEYS} bias = {module['bias']}, but the state dict {held}")
         used[f"{MODULE_KEYS}.bias"] = module["bias"]
-    D, c = layout.d_model, layout.width
+    D, c = layout.embed_dim, layout.width
     implied: dict[str, tuple[int, str]] = {}  # key -> (the heads per block it implies, how to say so)
     if "nheads" in module:
         heads = _integer(module["nheads"], f"{MODULE_KEYS} nheads", source, 1)

@@ -73,7 +73,7 @@ class ReferenceLayout:
         prefix: the prefix every key of the file carried ("" or e.g. "model.").
         layers: L.
         width: c, attention blocks per layer.
-        d_model: D = d + p, the token width inside the layers.
+        embed_dim: D = d + p, the token width inside the layers.
         positional_dim: p, rows of the concatenated positional table (0: none).
         ffn_dim: F, the feed-forward width.
         bias: whether the file holds biases.
@@ -85,7 +85,7 @@ class ReferenceLayout:
     prefix: str
     layers: int
     width: int
-    d_model: int
+    embed_dim: int
     positional_dim: int
     ffn_dim: int
     bias: bool
@@ -95,7 +95,7 @@ class ReferenceLayout:
     @property
     def d(self) -> int:
         """Token dimension d = D - p of the inputs and outputs."""
-        return self.d_model - self.positional_dim
+        return self.embed_dim - self.positional_dim
 
 
 def _index(text: str, key: str, source: str) -> int:
@@ -251,7 +251,7 @@ def read_reference_layout(state_dict: Mapping[str, torch.Tensor], source: str = 
         prefix=prefix,
         layers=count,
         width=width,
-        d_model=D,
+        embed_dim=D,
         positional_dim=p,
         ffn_dim=F,
         bias=bias,
@@ -283,9 +283,11 @@ def reference_config(
     Returns:
         the config (model "encoder"; training fields at their defaults, so a later `attnrank train` fine-tunes).
     """
-    heads = check_int("num_heads", num_heads, minimum=1, maximum=layout.d_model)
-    if layout.d_model % heads != 0:
-        raise ValueError(f"num_heads must divide the token width D = {layout.d_model} (D / num_heads = r), got {heads}")
+    heads = check_int("num_heads", num_heads, minimum=1, maximum=layout.embed_dim)
+    if layout.embed_dim % heads != 0:
+        raise ValueError(
+            f"num_heads must divide the token width D = {layout.embed_dim} (D / num_heads = r), got {heads}"
+        )
     if task == "icl":
         raise ValueError("task must not be 'icl' for a reference encoder: it has no read-out to R")
     probe = make_task(task, layout.d, 2 if N is None else N, keys if task == "nearest" else "orthonormal")
@@ -312,7 +314,7 @@ def reference_config(
         d=layout.d,
         N=N,
         keys=keys,
-        rank=layout.d_model // heads,
+        rank=layout.embed_dim // heads,
         width=layout.width,
         layers=layout.layers,
         positional=positional,
@@ -333,7 +335,7 @@ def encoder_state_from_reference(layout: ReferenceLayout, sequence_length: int) 
         name -> tensor for ``PaperEncoder.load_state_dict`` (dtype of the file's tensors).
     """
     T = check_int("sequence_length", sequence_length, minimum=1)
-    state, D, c, d = layout.state, layout.d_model, layout.width, layout.d
+    state, D, c, d = layout.state, layout.embed_dim, layout.width, layout.d
     sample = state[f"encoder.layers.0.widened_self_attn.0.{ATTENTION_PARTS[0]}"]
     dtype = sample.dtype  # biases and the readout that the file does not hold are made in the file's dtype
     ours: dict[str, torch.Tensor] = {}
@@ -383,7 +385,7 @@ def reference_state_from_encoder(encoder: PaperEncoder, prefix: str = "") -> dic
     if not isinstance(prefix, str):
         raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
     state: dict[str, torch.Tensor] = {}
-    D, d = encoder.d_model, encoder.d
+    D, d = encoder.embed_dim, encoder.d
     for index, layer in enumerate(encoder.layers):
         assert isinstance(layer, PaperEncoderLayer)
         attention = layer.self_attn

@@ -94,15 +94,15 @@ class AttentionSpec:
 
     def build(
         self,
-        d_model: int,
+        embed_dim: int,
         *,
         heads: int | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> RankedMultiheadAttention:
-        """A freshly initialised attention layer of width ``d_model`` (``heads`` overrides the spec's head count)."""
+        """A freshly initialised attention layer of width ``embed_dim`` (``heads`` overrides the spec's head count)."""
         return RankedMultiheadAttention(
-            d_model,
+            embed_dim,
             self.rank,
             width=self.width,
             heads=self.heads if heads is None else heads,

@@ -80,7 +80,7 @@ class TheoryModel(nn.Module):
         else:
             head_counts = [check_int("heads", heads, minimum=1)] * self.num_layers
         self.p = check_int("positional_dim", positional_dim, minimum=0)
-        self.stream_dim = self.d + self.p  # D: the residual stream (``width`` is c, the heads multiplier, elsewhere)
+        self.embed_dim = self.d + self.p  # D: the residual stream (``width`` is c, the heads multiplier, elsewhere)
         self.context_length = None if context_length is None else check_int("context_length", context_length, minimum=1)
         if (self.p > 0 or score_bias) and self.context_length is None:
             raise ValueError("context_length must be an integer >= 1 when positional_dim > 0 or score_bias is set")
@@ -95,14 +95,14 @@ class TheoryModel(nn.Module):
                 f"{self.num_layers}, update = {self.update!r}"
             )
         self.attention_layers = nn.ModuleList(
-            attention.build(self.stream_dim, heads=h, device=device, dtype=dtype) for h in head_counts
+            attention.build(self.embed_dim, heads=h, device=device, dtype=dtype) for h in head_counts
         )
         self.rank = self.attention_layers[0].rank
         self.layer_heads = head_counts
         n_codes = 0 if self.context_length is None else self.context_length  # (N, p) as in the weight files
         self.context_codes = nn.Parameter(torch.zeros(n_codes, self.p, device=device, dtype=dtype))  # (N, p)
         self.query_code = nn.Parameter(torch.zeros(self.p, device=device, dtype=dtype))  # (p,)
-        self.readout = nn.Parameter(torch.zeros(self.d, self.stream_dim, device=device, dtype=dtype))  # (d, D)
+        self.readout = nn.Parameter(torch.zeros(self.d, self.embed_dim, device=device, dtype=dtype))  # (d, D)
         self.score_bias: nn.Parameter | None = None
         if score_bias:
             assert self.context_length is not None

@@ -28,6 +28,7 @@ from experiments.figures.sweeps import FIG1
 from experiments.reporting.curve_sections import CURVE_PROJECTIONS, DEPTH_LADDER, TRAINING_VS_POPULATION
 from experiments.reporting.milestone_section import MILESTONE_STATISTIC
 from experiments.reporting.paper_statistic_section import paper_statistic_at
+from experiments.samplers.reference_data import REFERENCE_BATCHES
 from experiments.sweeps.grading import (
     Claim,
     ScalingRule,
@@ -62,7 +63,6 @@ from experiments.sweeps.preset_kit import (
     paper_recipe,
 )
 from experiments.sweeps.run_specs import RunSpec
-from experiments.samplers.reference_data import REFERENCE_BATCHES
 
 # --------------------------------------------------------------------------------------------------------------------
 # The paper's numbers (docs/paper.md section 6), Figure 1: L x {full, half, low} x c.

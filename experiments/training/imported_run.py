@@ -144,7 +144,7 @@ def write_imported_run(
 def _notes(layout: ReferenceLayout, config: TrainConfig, sequence_length: int) -> list[str]:
     """The translation's notes for import.json (what was filled in, cut or ignored)."""
     notes = [
-        f"{layout.width} attention block(s) per layer, averaged, each of {layout.d_model // config.rank} heads of "
+        f"{layout.width} attention block(s) per layer, averaged, each of {layout.embed_dim // config.rank} heads of "
         f"rank r = {config.rank}",
         "L2 norms: ours clamp ||x|| at 1e-12, the reference's at 0 (equal unless a token's norm is below 1e-12)",
     ]
@@ -232,7 +232,7 @@ def prepare_reference_import(
         "inferred": {
             "layers": layout.layers,
             "width": layout.width,
-            "d_model": layout.d_model,
+            "d_model": layout.embed_dim,
             "d": layout.d,
             "positional_dim": layout.positional_dim,
             "ffn_dim": layout.ffn_dim,

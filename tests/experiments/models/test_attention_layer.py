@@ -277,16 +277,16 @@ def test_shapes_and_head_counts() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"d_model": 8, "rank": 9}, "rank"),
-        ({"d_model": 8, "rank": 0}, "rank"),
-        ({"d_model": 8, "rank": 3}, "rank must divide"),
-        ({"d_model": 8, "rank": 2, "heads": 3}, "heads"),
-        ({"d_model": 8, "rank": 2, "width": 0}, "width"),
-        ({"d_model": 8, "rank": 2, "value": "low"}, "value"),
-        ({"d_model": 8, "rank": 2, "attention": "sparsemax"}, "attention"),
-        ({"d_model": 8, "rank": 2, "temperature": 0.0}, "temperature"),
-        ({"d_model": 8, "rank": 2, "temperature": math.inf}, "temperature"),
-        ({"d_model": 8, "rank": 2, "score_scale": -1.0}, "score_scale"),
+        ({"embed_dim": 8, "rank": 9}, "rank"),
+        ({"embed_dim": 8, "rank": 0}, "rank"),
+        ({"embed_dim": 8, "rank": 3}, "rank must divide"),
+        ({"embed_dim": 8, "rank": 2, "heads": 3}, "heads"),
+        ({"embed_dim": 8, "rank": 2, "width": 0}, "width"),
+        ({"embed_dim": 8, "rank": 2, "value": "low"}, "value"),
+        ({"embed_dim": 8, "rank": 2, "attention": "sparsemax"}, "attention"),
+        ({"embed_dim": 8, "rank": 2, "temperature": 0.0}, "temperature"),
+        ({"embed_dim": 8, "rank": 2, "temperature": math.inf}, "temperature"),
+        ({"embed_dim": 8, "rank": 2, "score_scale": -1.0}, "score_scale"),
     ],
 )
 def test_invalid_arguments(kwargs: dict, match: str) -> None:

@@ -147,7 +147,7 @@ def test_concatenated_positions(readout: str) -> None:
         d, AttentionSpec(r), layers=2, ffn_dim=16, positional="concat", positional_dim=p, max_length=N, readout=readout
     )
     ours = ours.to(f64)
-    assert ours.d_model == d + p and ours.layers[0].self_attn.d_model == d + p
+    assert ours.embed_dim == d + p and ours.layers[0].self_attn.embed_dim == d + p
     x = inputs(2, N, d)
     assert ours.position_table is not None
     stream = torch.cat([x, ours.position_table.unsqueeze(0).expand(2, N, p)], dim=-1)  # (B, N, d + p)

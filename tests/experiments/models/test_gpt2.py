@@ -14,7 +14,7 @@ def _model(causal: bool = True, rank: int = 4) -> GPT2Backbone:
     return GPT2Backbone(
         d_in=5,
         d_out=1,
-        d_model=16,
+        embed_dim=16,
         attention=AttentionSpec(rank, causal=causal),
         layers=2,
         ffn_dim=32,

@@ -85,7 +85,7 @@ def test_shapes_are_inferred_and_the_prefix_found() -> None:
         d=4, num_heads=3, width=2, layers=3, ffn_dim=5, positional_dim=2, max_length=7, prefix="model."
     )
     layout = read_reference_layout(state)
-    assert (layout.prefix, layout.layers, layout.width, layout.d_model, layout.d) == ("model.", 3, 2, 6, 4)
+    assert (layout.prefix, layout.layers, layout.width, layout.embed_dim, layout.d) == ("model.", 3, 2, 6, 4)
     assert (layout.positional_dim, layout.ffn_dim, layout.bias, layout.max_length) == (2, 5, True, 7)
     config = reference_config(layout, 3, "nearest")  # N from the table: 7 positions = 6 keys + the query
     assert (config.N, config.rank, config.width, config.heads) == (6, 2, 2, 6)
