@@ -51,10 +51,23 @@ class Sampler:
 
         return torch.Generator().manual_seed(seed + SAMPLER_SEED_OFFSET)
 
+    def check_generator(self, generator: torch.Generator, device: torch.device) -> None:
+        """ValueError unless ``generator`` can draw batches for a run on ``device``; any generator by default (a CPU
+        sampler's batches are moved to the run's device)."""
+
+    def sample(self, task: Any, batch_size: int, generator: torch.Generator) -> Any:
+        """One batch of ``task`` (a `experiments.tasks.Task`) as this sampler draws it, where its generator lives and
+        in its precision: in float64 on the CPU (the reproducible stream of every run before the device sampler).
+        What a sampler overrides to draw differently: :meth:`draw` and a pack's draw
+        (`experiments.training.packed.TrainedRuns.draw`, which stacks its runs' samples and moves them at once) both
+        go through it."""
+        return task.sample(batch_size, generator)
+
     def draw(self, task: Any, batch_size: int, generator: torch.Generator, device: torch.device) -> Any:
-        """One training batch of ``task`` (a `experiments.tasks.Task`) on ``device`` in float32: drawn in float64 on
-        the CPU (the reproducible stream of every run before the device sampler), then moved and cast."""
-        return task.sample(batch_size, generator).to(device)
+        """One training batch of ``task`` on ``device`` in float32: :meth:`check_generator`, :meth:`sample`, then
+        moved and cast."""
+        self.check_generator(generator, device)
+        return self.sample(task, batch_size, generator).to(device)
 
     def fixed_set(self, config: Any, task: Any, device: torch.device) -> list[Any]:
         """The run's K = ``config.train_batches`` (>= 1) training batches on ``device`` in float32: the first K

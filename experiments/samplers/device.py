@@ -34,12 +34,16 @@ class DeviceSampler(Sampler):
 
         return torch.Generator(device=device).manual_seed(seed + SAMPLER_SEED_OFFSET)
 
-    def draw(self, task: Any, batch_size: int, generator: torch.Generator, device: torch.device) -> Any:
+    def sample(self, task: Any, batch_size: int, generator: torch.Generator) -> Any:
+        """One batch in float32 where the generator lives (the run's device)."""
         import torch
 
+        return task.sample(batch_size, generator, torch.float32)
+
+    def check_generator(self, generator: torch.Generator, device: torch.device) -> None:
+        """ValueError unless the generator lives on the run's device type (nothing crosses from the host)."""
         if generator.device.type != device.type:
             raise ValueError(f"the device sampler's generator is on {generator.device}, the run on {device}")
-        return task.sample(batch_size, generator, torch.float32)
 
 
 SAMPLER = DeviceSampler()

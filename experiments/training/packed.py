@@ -123,9 +123,14 @@ class TrainedRuns:
         return batches[0] if len(batches) == 1 else stack_batches(batches)
 
     def draw(self, task: Task, generators: Sequence[torch.Generator]) -> Batch:
-        """Each run's next batch of ``task`` from its own generator, by the runs' sampler, on their device."""
+        """Each run's next batch of ``task`` from its own generator, by the runs' sampler, on their device in float32
+        (a pack's samples stacked where they were drawn, then moved and cast at once)."""
         sampler, batch_size = get_sampler(self.config.sampler), self.config.batch_size
-        return self.combine([sampler.draw(task, batch_size, g, self.device) for g in generators])
+        if len(generators) == 1:
+            return sampler.draw(task, batch_size, generators[0], self.device)
+        for generator in generators:
+            sampler.check_generator(generator, self.device)
+        return stack_batches([sampler.sample(task, batch_size, g) for g in generators]).to(self.device)  # (K, B, ...)
 
     def fixed_set(self) -> list[Batch]:
         """The runs' fixed training sets as one: batch t holds every run's own batch t (train_batches >= 1)."""

@@ -19,11 +19,13 @@ import torch
 
 from experiments.config import TrainConfig
 from experiments.models.run_axis import stack_models
+from experiments.samplers import get_sampler
 from experiments.tasks import make_task
 from experiments.training.loop import RunFilesHooks, train, train_packed
 from experiments.training.packed import TrainedRuns
 from experiments.training.run_loop import Training
 from experiments.training.run_model import load_trained_model
+from experiments.training.run_start import fresh_run
 
 RTOL = 1e-5
 
@@ -213,3 +215,32 @@ def test_a_packs_fixed_tensors_live_with_its_parameters(name: str) -> None:
     assert fixed, "the pack holds no fixed tensor: the test checks nothing"
     assert {p.device.type for p in pack.parameters()} == {"meta"}
     assert {key: value.device.type for key, value in fixed.items()} == dict.fromkeys(fixed, "meta")
+
+
+@pytest.mark.parametrize("sampler", ["cpu", "device"])
+def test_a_packs_draw_is_each_runs_own_draw_bitwise(sampler: str) -> None:
+    """A pack stacks its runs' samples where they were drawn and moves them at once (TrainedRuns.draw); batch k of
+    the stack is bitwise the batch run k alone draws from the same generator state (the sampler's own draw)."""
+    configs = [dataclasses.replace(c, sampler=sampler, data_seed=c.seed) for c in _encoder_pack()[:3]]
+    runs = TrainedRuns([fresh_run(c) for c in configs])
+    alone = [fresh_run(c) for c in configs]
+    stacked = runs.draw(runs.task, [run.generator for run in runs.runs])
+    own = [get_sampler(sampler).draw(run.task, run.config.batch_size, run.generator, run.device) for run in alone]
+    assert stacked.tokens.dtype == torch.float32 and stacked.tokens.shape[0] == 3
+    for k, batch in enumerate(own):
+        assert torch.equal(stacked.tokens[k], batch.tokens) and torch.equal(stacked.target[k], batch.target)
+    assert not torch.equal(stacked.tokens[0], stacked.tokens[1])  # each run its own stream
+
+
+def test_the_device_samplers_generator_check_holds_for_a_pack() -> None:
+    """The device sampler refuses a generator on another device type than the run's, alone or in a pack (a CUDA
+    generator is stood in for by its device attribute: this machine may have no GPU)."""
+    from types import SimpleNamespace
+
+    configs = [dataclasses.replace(c, sampler="device") for c in _encoder_pack()[:2]]
+    runs = TrainedRuns([fresh_run(c) for c in configs])
+    on_gpu = SimpleNamespace(device=torch.device("cuda", 0))
+    with pytest.raises(ValueError, match="the device sampler's generator is on cuda:0, the run on cpu"):
+        runs.draw(runs.task, [runs.runs[0].generator, on_gpu])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="the device sampler's generator is on cuda:0, the run on cpu"):
+        get_sampler("device").draw(runs.task, 4, on_gpu, torch.device("cpu"))  # type: ignore[arg-type]
