@@ -10,8 +10,8 @@ presets, the command line and a sweep's driver read the kinds without loading to
 The three kinds (docs/models.md): ``encoder`` (the paper's encoder), ``theory`` (the query-to-context theory model)
 and ``gpt2`` (a GPT-2-style causal backbone).
 
-The value lists every module checks against (`VALUE_MAPS`, `ATTENTIONS`, `POSITIONALS`, `LAYER_INITS`) are defined
-once (`experiments.model_kinds.base`); the config, the attention module and the encoder import them from here.
+The value lists every module checks against (`VALUE_MAPS`, `ATTENTIONS`, `POSITIONALS`, `LAYER_INITS`, `FEEDS`) are
+defined once (`experiments.model_kinds.base`); the config, the models and the encoder import them from here.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from experiments.model_kinds.base import ATTENTIONS, LAYER_INITS, POSITIONALS, VALUE_MAPS, ModelKind
+from experiments.model_kinds.base import ATTENTIONS, FEEDS, LAYER_INITS, POSITIONALS, VALUE_MAPS, ModelKind
 from theory.validation import check_choice
 
 KIND_NAMES = ("encoder", "theory", "gpt2")
@@ -75,6 +75,7 @@ def check_init_file(config: Any) -> None:
 
 __all__ = [
     "ATTENTIONS",
+    "FEEDS",
     "KIND_NAMES",
     "LAYER_INITS",
     "MODELS",

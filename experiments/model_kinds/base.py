@@ -1,16 +1,18 @@
 """`ModelKind`: everything about one model kind a run can train, in one object, and the value lists its fields use.
 
 A kind holds what it accepts (its checks), its widths, whether and how its runs pack, its memory estimate, how much
-work a step is, what its evaluation means, and the builder of its model. The builder lives on the torch side
-(`experiments.models`), so the kind names it (``"module:function"``) and `experiments.models.factory.build_model`
-imports it: the kind itself stays torch-free, below `experiments.config`, which validates a config through it.
-Behaviour common to several kinds is a field here; a kind whose behaviour is its own overrides a method in its file.
+work a step is, what its evaluation means, the builder of its network and how a task feeds that network. The builder
+runs on the torch side, so the kind names it (``"module:function"``) and `experiments.models.factory.build_model`
+imports it and wraps the network it returns as the kind's ``feed`` says: the kind itself stays torch-free, below
+`experiments.config`, which validates a config through it. A builder may live in the kind's own module when it needs
+nothing above it (it then imports torch inside itself); the paper's models live in `experiments.models`. Behaviour
+common to several kinds is a field here; a kind whose behaviour is its own overrides a method in its file.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 VALUE_MAPS = ("standard", "full")
@@ -19,6 +21,9 @@ ATTENTIONS = ("softmax", "hardmax")
 """How scores become weights."""
 POSITIONALS = ("none", "additive", "concat")
 """Positional encodings: none, added to the tokens, or concatenated as ``positional_dim`` extra coordinates."""
+FEEDS = ("sequence", "context")
+"""How a task feeds a kind's network: its token sequence (tokens in, per-token outputs out: the encoder, the GPT-2
+backbone), or its context and query (the theory model)."""
 LAYER_INITS = ("independent", "copies")
 """How the encoder's L layers start: each drawn on its own, or all copies of one drawn layer (the reference's
 ``nn.TransformerEncoder`` deep-copies the layer it is given, so its layers start equal)."""
@@ -31,8 +36,11 @@ class ModelKind:
     Attributes:
         name: the ``model`` field's value.
         label: the kind in words ("encoder", "theory model", "GPT-2 backbone").
-        builder: ``"module:function"``, the torch-side function ``(config, task) -> TaskModel`` that builds a run's
-            model (parameters drawn from torch's global RNG, which the caller seeds).
+        builder: ``"module:function"``, the torch-side function ``(config, task) -> torch.nn.Module`` that builds a
+            run's network (parameters drawn from torch's global RNG, which the caller seeds).
+        feed: how a task feeds the network (`FEEDS`): a sequence model takes the tokens (B, T, d) and returns (B, T,
+            d) (the task reads its answer off them); a context model takes (context (B, N, d), query (B, d)).
+        icl_head: on the icl task a learned linear map R^d -> R (Garg et al.'s read-out) follows the network.
         positionals: the positional encodings it accepts, and ``positional_note``: why, when it refuses some.
         layer_inits: the layer starts it accepts.
         trains_icl: whether it can train the causal icl task.
@@ -45,11 +53,14 @@ class ModelKind:
         generalized_attention: whether it is a generalized attention, the class Theorem 2's bound holds for (its
             evaluation on Theorem 2's task then compares the bound with a model it applies to).
         feed_forward: whether its layers have a feed-forward block (``ffn_dim`` means something).
+        example: the fields, beside the defaults, of a small config this kind trains (and packs, where it packs):
+            what the tests check every registered kind with, so a new kind brings its own.
     """
 
     name: str
     label: str
     builder: str
+    feed: str
     positionals: tuple[str, ...]
     trains_icl: bool
     loads_init: bool
@@ -60,6 +71,12 @@ class ModelKind:
     sized_by_embed_dim: bool = False
     pack_varies: tuple[str, ...] = ()
     feed_forward: bool = True
+    icl_head: bool = False
+    example: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.feed not in FEEDS:
+            raise ValueError(f"model kind {self.name!r}: feed must be one of {FEEDS}, got {self.feed!r}")
 
     # ------------------------------------------------------------------------------------------------- widths
     def embed_dim(self, config: Any) -> int:

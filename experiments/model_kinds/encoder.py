@@ -28,6 +28,8 @@ KIND = EncoderKind(
     name="encoder",
     label="encoder",
     builder="experiments.models.factory:build_encoder",
+    feed="sequence",
+    icl_head=True,
     positionals=POSITIONALS,
     layer_inits=LAYER_INITS,
     trains_icl=True,
@@ -35,4 +37,5 @@ KIND = EncoderKind(
     packed_value="standard",
     pack_varies=("rank",),
     generalized_attention=False,
+    example={"d": 4, "N": 3, "rank": 2, "ffn_dim": 8, "steps": 5, "batch_size": 4},
 )

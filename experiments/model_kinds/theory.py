@@ -36,6 +36,7 @@ KIND = TheoryKind(
     name="theory",
     label="theory model",
     builder="experiments.models.factory:build_theory",
+    feed="context",
     positionals=("none", "concat"),
     positional_note="it has no additive encodings",
     trains_icl=False,
@@ -43,4 +44,15 @@ KIND = TheoryKind(
     packed_value="full",
     generalized_attention=True,
     feed_forward=False,
+    example={
+        "model": "theory",
+        "value": "full",
+        "task": "nearest",
+        "keys": "iid",
+        "d": 4,
+        "N": 3,
+        "rank": 2,
+        "steps": 5,
+        "batch_size": 4,
+    },
 )

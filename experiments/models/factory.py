@@ -1,9 +1,10 @@
-"""Build the model of a training config: its model kind's builder (`experiments.model_kinds`), one per kind here.
+"""Build the model of a training config: its model kind's builder (`experiments.model_kinds`), the paper's kinds' here.
 
-:func:`build_model` imports and calls the builder the config's kind names (``"module:function"``); an unknown kind is
-refused by the kind registry, never built as another. Every model built is a :class:`TaskModel`: ``model(batch) ->
-predictions`` shaped like ``batch.target``, the same interface as the baselines of `experiments.tasks`, so training,
-evaluation and analysis treat them alike.
+:func:`build_model` imports and calls the builder the config's kind names (``"module:function"``) and feeds the
+network it returns as the kind says (``feed``, ``icl_head``); an unknown kind is refused by the kind registry, never
+built as another. Every model built is a :class:`TaskModel`: ``model(batch) -> predictions`` shaped like
+``batch.target``, the same interface as the baselines of `experiments.tasks`, so training, evaluation and analysis
+treat them alike.
 
 - ``model="encoder"``: the paper's post-norm encoder (`PaperEncoder`) on the task's token sequence; the task reads the
   answer off the outputs (query tasks: the query token; farthest: every token). For ``icl`` a learned linear map
@@ -30,7 +31,7 @@ from torch import nn
 
 from constructions.weights_io import WeightFileError, load_weights
 from experiments.config import TrainConfig
-from experiments.model_kinds import ModelKind, model_kind
+from experiments.model_kinds import FEEDS, ModelKind, model_kind
 from experiments.models.construction_init import load_construction
 from experiments.models.encoder import PaperEncoder
 from experiments.models.from_weights import theory_model_from_file
@@ -39,10 +40,6 @@ from experiments.models.spec import AttentionSpec
 from experiments.models.theory_model import TheoryModel
 from experiments.tasks import Batch, Task
 from theory.validation import check_choice
-
-FEEDS = ("sequence", "context")
-"""How a task feeds a network: its token sequence (tokens in, per-token outputs out: the encoder, the GPT-2 backbone),
-or its context and query (the theory model)."""
 
 
 class TaskModel(nn.Module):
@@ -80,7 +77,7 @@ class TaskModel(nn.Module):
         return self.network(contexts, X.reshape(B * N, d)).reshape(B, N, d)  # (B, N, d)
 
 
-def build_encoder(config: TrainConfig, task: Task) -> TaskModel:
+def build_encoder(config: TrainConfig, task: Task) -> PaperEncoder:
     """The paper's encoder for ``config`` (positional table sized to the task's sequence length)."""
     attention = AttentionSpec(
         config.rank,
@@ -91,7 +88,7 @@ def build_encoder(config: TrainConfig, task: Task) -> TaskModel:
         causal=task.causal,
         hardmax_gradient="straight-through" if config.attention == "hardmax" else "none",
     )
-    network = PaperEncoder(
+    return PaperEncoder(
         config.d,
         attention,
         layers=config.layers,
@@ -101,13 +98,11 @@ def build_encoder(config: TrainConfig, task: Task) -> TaskModel:
         max_length=task.sequence_length if config.positional != "none" else None,
         layer_init=config.layer_init,
     )
-    head = nn.Linear(config.d, 1) if task.name == "icl" else None
-    return TaskModel(task, network, "sequence", head)
 
 
-def build_gpt2(config: TrainConfig, task: Task) -> TaskModel:
+def build_gpt2(config: TrainConfig, task: Task) -> GPT2Backbone:
     """The GPT-2-style backbone (`models.gpt2`): width embed_dim, read-out to R (icl) or R^d (other tasks)."""
-    network = GPT2Backbone(
+    return GPT2Backbone(
         d_in=config.d,
         d_out=1 if task.name == "icl" else config.d,
         embed_dim=config.embed_dim,
@@ -116,7 +111,6 @@ def build_gpt2(config: TrainConfig, task: Task) -> TaskModel:
         ffn_dim=config.ffn_dim,
         max_length=task.sequence_length,
     )
-    return TaskModel(task, network, "sequence")
 
 
 def theory_network(config: TrainConfig) -> TheoryModel:
@@ -203,13 +197,12 @@ def theory_network_from_file(config: TrainConfig) -> TheoryModel:
     )
 
 
-def build_theory(config: TrainConfig, task: Task) -> TaskModel:
+def build_theory(config: TrainConfig, task: Task) -> TheoryModel:
     """The query-to-context theory model for ``config``, or started from ``config.init`` (file or recipe)."""
-    network = theory_network_from_file(config) if config.init is not None else theory_network(config)
-    return TaskModel(task, network, "context")
+    return theory_network_from_file(config) if config.init is not None else theory_network(config)
 
 
-def model_builder(kind: ModelKind) -> Callable[[TrainConfig, Task], TaskModel]:
+def model_builder(kind: ModelKind) -> Callable[[TrainConfig, Task], nn.Module]:
     """The function ``kind.builder`` names (``"module:function"``), imported (ValueError when it names nothing
     callable: a kind registered without its builder)."""
     module_name, _, function_name = kind.builder.partition(":")
@@ -223,6 +216,9 @@ def model_builder(kind: ModelKind) -> Callable[[TrainConfig, Task], TaskModel]:
 
 
 def build_model(config: TrainConfig, task: Task) -> TaskModel:
-    """The model of a training config, by its kind's builder (parameters drawn from torch's global RNG; the caller
-    seeds it)."""
-    return model_builder(model_kind(config.model))(config, task)
+    """The model of a training config: its kind's builder's network, fed as the kind says (parameters drawn from
+    torch's global RNG, which the caller seeds: the network's first, then the icl head's)."""
+    kind = model_kind(config.model)
+    network = model_builder(kind)(config, task)
+    head = nn.Linear(config.d, 1) if kind.icl_head and task.name == "icl" else None
+    return TaskModel(task, network, kind.feed, head)

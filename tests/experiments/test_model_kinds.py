@@ -14,12 +14,7 @@ from experiments.model_kinds import MODEL_KINDS, model_kind
 from experiments.packing import packing_refusal
 
 BASE = {"d": 4, "N": 3, "rank": 2, "ffn_dim": 8, "steps": 5, "batch_size": 4}
-OWN = {
-    "encoder": {},
-    "theory": {"model": "theory", "value": "full", "task": "nearest", "keys": "iid"},
-    "gpt2": {"model": "gpt2", "embed_dim": 8, "positional": "additive", "rank": 8, "task": "icl"},
-}
-"""A config each kind trains (and packs, where it packs)."""
+"""A small encoder config, the base of the refusals below."""
 
 
 def test_the_value_lists_are_defined_once() -> None:
@@ -39,12 +34,15 @@ def test_importing_the_model_kinds_loads_no_torch() -> None:
 
 @pytest.mark.parametrize("name", list(MODEL_KINDS))
 def test_each_kind_accepts_its_own_config_and_sizes_it(name: str) -> None:
-    config = TrainConfig(**{**BASE, **OWN[name]})
+    """Each kind's example config (``ModelKind.example``) is one it trains, sizes (D = embed_dim when the kind is
+    sized by it, else d + positional_dim) and packs exactly when the kind packs."""
     kind = model_kind(name)
-    assert config.embed_dim_value == kind.embed_dim(config) == (8 if name == "gpt2" else 4)
+    config = TrainConfig(**kind.example)
+    assert config.model == name
+    D = config.embed_dim if kind.sized_by_embed_dim else config.d + config.positional_dim
+    assert config.embed_dim_value == kind.embed_dim(config) == D
     assert kind.step_work(config.to_dict()) > 0
     assert (packing_refusal(config) is None) == (kind.packed_value is not None)
-    assert kind.builder.partition(":")[0].startswith("experiments.models.")
 
 
 @pytest.mark.parametrize(
@@ -67,17 +65,18 @@ def test_each_kind_refuses_what_it_cannot_train_by_field(fields: dict, message: 
 
 def test_packing_refusals_come_from_the_kind() -> None:
     encoder_full = TrainConfig(**{**BASE, "value": "full"})
-    theory_standard = TrainConfig(**{**BASE, **OWN["theory"], "value": "standard"})
+    theory_standard = TrainConfig(**{**MODEL_KINDS["theory"].example, "value": "standard"})
     theory_farthest = TrainConfig(**{**BASE, "model": "theory", "value": "full"})
     assert packing_refusal(encoder_full) == "the packed encoder has standard value maps only"
     assert packing_refusal(theory_standard) == "the packed theory model has full value maps only"
     assert packing_refusal(theory_farthest) == "the theory model on the farthest task is trained alone"
-    assert packing_refusal(TrainConfig(**{**BASE, **OWN["gpt2"]})) == "model 'gpt2' is trained alone"
+    assert packing_refusal(TrainConfig(**MODEL_KINDS["gpt2"].example)) == "model 'gpt2' is trained alone"
 
 
 def test_every_kind_module_is_registered_and_every_registered_kind_builds_its_model() -> None:
     """A kind is its module plus one registry line: every module of the package (but the base) is a registered kind,
-    and each kind's builder (named on the torch side) builds a model of its config's width."""
+    and each kind's builder (named on the torch side) builds a network of its config's width, which the model feeds
+    as the kind says."""
     from pathlib import Path
 
     import torch
@@ -88,11 +87,15 @@ def test_every_kind_module_is_registered_and_every_registered_kind_builds_its_mo
     modules = {p.stem for p in Path(model_kinds.__file__).parent.glob("*.py")} - {"__init__", "base"}
     assert modules == set(model_kinds.KIND_NAMES)
     for name in model_kinds.KIND_NAMES:
-        config = TrainConfig(**{**BASE, **OWN[name]})
+        kind = model_kind(name)
+        config = TrainConfig(**kind.example)
         task = make_task(config.task, config.d, config.N, config.keys)
         model = build_model(config, task)
         assert any(p.shape[-1] == config.embed_dim_value for p in model.parameters()), name
-        assert isinstance(model, torch.nn.Module) and model_kind(name) is MODEL_KINDS[name]
+        assert model.feed == kind.feed and (model.head is not None) == (kind.icl_head and task.name == "icl")
+        batch = task.sample(2, torch.Generator().manual_seed(0)).to("cpu")
+        with torch.no_grad():
+            assert model(batch).shape == batch.target.shape, name
 
 
 def test_an_unknown_kind_is_an_error_and_a_builder_that_names_nothing_is_named() -> None:
