@@ -55,7 +55,7 @@ def test_each_kind_accepts_its_own_config_and_sizes_it(name: str) -> None:
         ({"model": "theory", "task": "icl"}, "model must be 'encoder' or 'gpt2' for the icl task"),
         ({"model": "theory", "layer_init": "copies"}, "layer_init must be 'independent' unless model is 'encoder'"),
         ({"init": "w.safetensors"}, "init must be used with model 'theory'"),
-        ({"model": "rnn"}, "model must be one of 'encoder', 'theory', 'gpt2', got 'rnn'"),
+        ({"model": "rnn"}, f"model must be one of {', '.join(map(repr, model_kinds.KIND_NAMES))}, got 'rnn'"),
     ],
 )
 def test_each_kind_refuses_what_it_cannot_train_by_field(fields: dict, message: str) -> None:
@@ -103,7 +103,8 @@ def test_an_unknown_kind_is_an_error_and_a_builder_that_names_nothing_is_named()
 
     from experiments.models.factory import model_builder
 
-    with pytest.raises(ValueError, match="model must be one of 'encoder', 'theory', 'gpt2', got 'rnn'"):
+    assert model_kinds.KIND_NAMES[:3] == ("encoder", "theory", "gpt2")  # the paper's kinds first
+    with pytest.raises(ValueError, match=f"model must be one of {', '.join(map(repr, model_kinds.KIND_NAMES))}, got"):
         model_kind("rnn")
     broken = replace(MODEL_KINDS["encoder"], builder="experiments.models.factory:build_rnn")
     with pytest.raises(ValueError, match="model kind 'encoder': its builder 'experiments.models.factory:build_rnn'"):

@@ -15,6 +15,8 @@ import torch
 
 from constructions.full_rank import save_full_rank
 from experiments.cli.main import main
+from experiments.model_kinds import KIND_NAMES
+from experiments.samplers import SAMPLER_NAMES
 from theory.bounds import full_rank_error
 from theory.monte_carlo import DEFAULT_Z
 
@@ -56,7 +58,7 @@ def test_train_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         (["--warmup-steps", "5"], "--warmup-steps must be < the schedule's length 2"),
         (["--layer-init", "tied"], "--layer-init must be one of 'independent', 'copies', got 'tied'"),
         (["--model", "theory", "--layer-init", "copies"], "--layer-init must be 'independent' unless model"),
-        (["--sampler", "gpu"], "--sampler must be one of 'cpu', 'device', 'reference', got 'gpu'"),
+        (["--sampler", "gpu"], f"--sampler must be one of {', '.join(map(repr, SAMPLER_NAMES))}, got 'gpu'"),
         (["--train-batches", "-1"], "--train-batches must be an integer in [0, 2], got -1"),
         (["--train-batches", "3"], "--train-batches must be an integer in [0, 2], got 3"),
         (["--train-batches", "2", "--log-every", "1"], "--log-every must equal train_batches = 2"),
@@ -107,7 +109,7 @@ def test_warmup_steps_and_fraction_are_exclusive_flags(tmp_path: Path, capsys: p
 def test_unknown_task_and_choices_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for flag, value, message in (
         ("--task", "sorting", "task must be one of 'nearest', 'farthest', 'biased', 'icl', got 'sorting'"),
-        ("--model", "mlp", "model must be one of 'encoder', 'theory', 'gpt2', got 'mlp'"),
+        ("--model", "mlp", f"model must be one of {', '.join(map(repr, KIND_NAMES))}, got 'mlp'"),
         ("--attention", "linear", "attention must be one of"),
     ):
         status, _, err = run_cli(["train", flag, value, "--out", str(tmp_path / "run")], capsys)

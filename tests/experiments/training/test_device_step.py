@@ -26,7 +26,7 @@ import pytest
 import torch
 
 from experiments.config import TrainConfig
-from experiments.samplers import get_sampler
+from experiments.samplers import SAMPLER_NAMES, get_sampler
 from experiments.tasks import FarthestTask, make_task
 from experiments.training import step_capture
 from experiments.training.loop import train, train_packed
@@ -77,7 +77,7 @@ def test_new_fields_at_their_defaults_leave_every_hash_unchanged() -> None:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"sampler": "gpu"}, "sampler must be one of 'cpu', 'device', 'reference', got 'gpu'"),
+        ({"sampler": "gpu"}, f"sampler must be one of {', '.join(map(repr, SAMPLER_NAMES))}, got 'gpu'"),
         ({"matmul_precision": "medium"}, "matmul_precision must be one of 'highest', 'high', got 'medium'"),
         ({"capture": "cudagraph"}, "capture must be one of 'none', 'graph', 'compile', got 'cudagraph'"),
         ({"task": "biased", "N": 2, "sampler": "device"}, "sampler must be 'cpu' for the biased task"),
