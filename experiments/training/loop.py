@@ -17,7 +17,8 @@ proper is `training.run_loop`; what is trained, K runs as one network, is `train
 
 Training data (docs/training.md, "Training data"): fresh batches from the run's sampler generator at every step
 (``train_batches`` = 0), or a fixed set of K batches drawn once and replayed, step t on batch t mod K
-(`experiments.training.fixed_set`); either is seeded by the run's data seed (``data_seed``, default ``seed``).
+(the sampler's, `experiments.samplers.Sampler.fixed_set`); either is seeded by the run's data seed (``data_seed``,
+default ``seed``).
 
 Packs: every run directory's writer lock is held throughout (`experiments.training.run_lock`), and every run's files
 are checked before any run's are written, so a pack refused for one damaged run changes none of them. Runs already
