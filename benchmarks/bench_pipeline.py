@@ -129,13 +129,13 @@ def _ours(name: str) -> bool:
     return name.split(".")[0] in PACKAGES
 
 
-def load_old(revision: str) -> dict[str, ModuleType]:
-    """The old revision's modules (`OLD_MODULES`), imported from a ``git archive`` of it; this tree's modules are out
-    of ``sys.modules`` meanwhile and back after, so later imports get this tree's."""
+def load_old(revision: str, folder: Path) -> dict[str, ModuleType]:
+    """The old revision's modules (`OLD_MODULES`), imported from a ``git archive`` of it unpacked into ``folder``
+    (kept while they are used); this tree's modules are out of ``sys.modules`` meanwhile and back after, so later
+    imports get this tree's."""
     archive = subprocess.run(
         ["git", "archive", "--format=tar", revision, *PACKAGES], cwd=REPOSITORY, capture_output=True, check=True
     ).stdout
-    folder = Path(tempfile.mkdtemp(prefix="bench_pipeline_old_"))
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(folder, filter="data")
     current = {name: module for name, module in sys.modules.items() if _ours(name)}
@@ -348,14 +348,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeats < 1 or args.inner < 1 or args.warmup < 0:
         parser.error("--repeats and --inner must be >= 1 and --warmup >= 0")
     torch.set_num_threads(1)
-    old = load_old(args.baseline)
     allocator = allocator_state()
     print(f"allocator: {allocator}; old code: {args.baseline}", flush=True)
     rows = []
-    for name, fields in cells(args.tiny):
-        row = time_cell(name, fields, old, args.repeats, args.inner, args.warmup)
-        _print(row)
-        rows.append(row)
+    with tempfile.TemporaryDirectory(prefix="bench_pipeline_old_") as folder:  # the old code, removed at the end
+        old = load_old(args.baseline, Path(folder))
+        for name, fields in cells(args.tiny):
+            row = time_cell(name, fields, old, args.repeats, args.inner, args.warmup)
+            _print(row)
+            rows.append(row)
     exact = all(row["bitwise"] for row in rows if row["cell"] != "theory pack")
     close = all(row["max_rel"] <= THEORY_RTOL for row in rows if row["cell"] == "theory pack")
     if not exact:
