@@ -387,14 +387,17 @@ class RankedMultiheadAttention(nn.Module):
         projected = self._project(x_query, x_context)
         q, k = projected[0], projected[1]  # (B, H, Nq, r), (B, H, N, r)
         context = x_query if x_context is None else x_context
-        if self.value == "standard":
-            values = projected[2]  # (B, H, N, r)
+        if self.runs is not None and self.value == "full" and self.attention == "softmax":
+            mixed = self._pack_full_value_mix(q, k, context)  # (K B, H, Nq, d)
         else:
-            flat = context.reshape(-1, N, self.embed_dim)  # (B, N, d): a pack's runs and samples in one axis
-            values = flat.unsqueeze(1).expand(flat.shape[0], self.heads, N, self.embed_dim)  # (B, H, N, d): no copy
-        # A pack's score scales are already in its queries (`_project`).
-        scale = self.temperature * self.score_scale if self.runs is None else 1.0
-        mixed = self._mix(q, k, values, score_bias, scale)  # (B, H, Nq, e), e = r (standard) or d (full)
+            if self.value == "standard":
+                values = projected[2]  # (B, H, N, r)
+            else:
+                flat = context.reshape(-1, N, self.embed_dim)  # (B, N, d)
+                values = flat.unsqueeze(1).expand(flat.shape[0], self.heads, N, self.embed_dim)  # (B, H, N, d)
+            # A pack's score scales are already in its queries (`_project`).
+            scale = self.temperature * self.score_scale if self.runs is None else 1.0
+            mixed = self._mix(q, k, values, score_bias, scale)  # (B, H, Nq, e), e = r (standard) or d (full)
         e = mixed.shape[-1]
         mixed = mixed.transpose(1, 2).reshape(*lead, B, Nq, self.heads * e)  # (B, Nq, H e), heads concatenated
         if self.value == "standard":
@@ -492,6 +495,33 @@ class RankedMultiheadAttention(nn.Module):
             )  # (B, H, Nq, e)
         weights = self._weights_from_scores(self._scores(q, k, score_bias))  # (B, H, Nq, N)
         return torch.matmul(weights, values)  # (B, H, Nq, e)
+
+    def _pack_full_value_mix(self, q: torch.Tensor, k: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+        """A pack's full-value softmax mix, sum_i w[h, j, i] x_i for every head: (K B, H, Nq, d).
+
+        Every full-value head mixes the same context tokens x_i (its value map V_h acts after the mix), so the
+        weights of all H heads multiply the (N, d) context of their sample in one batched product. Handing the
+        context to ``scaled_dot_product_attention`` as per-head values instead makes it copy an (K B, H, N, d)
+        expansion and run H products of a single query row each: measured 1.5x the whole step of the pack of 8 theory
+        models in benchmarks/bench_pipeline.py. A single run keeps ``_mix`` (its numbers are those of every run
+        trained before); a pack's differ from its runs' alone within float32 rounding, as they always did.
+
+        Args:
+            q: (K B, H, Nq, r) queries, each run's score scale already in them (`_project`).
+            k: (K B, H, N, r) keys.
+            context: (K, B, N, d) context tokens.
+        """
+        N, d = context.shape[-2:]
+        scores = torch.matmul(q, k.transpose(-1, -2))  # (K B, H, Nq, N)
+        if self.causal:
+            Nq = scores.shape[-2]
+            future = torch.ones(Nq, N, dtype=torch.bool, device=scores.device).triu(1)  # (Nq, N): keys i > j
+            scores = scores.masked_fill(future, -math.inf)
+        weights = torch.softmax(scores, dim=-1)  # (K B, H, Nq, N)
+        KB, H, Nq = weights.shape[:3]
+        flat = context.reshape(KB, N, d)  # (K B, N, d): a pack's runs and samples in one axis
+        mixed = torch.bmm(weights.reshape(KB, H * Nq, N), flat)  # (K B, H Nq, d): one product per sample
+        return mixed.view(KB, H, Nq, d)  # (K B, H, Nq, d)
 
     # ------------------------------------------------------------------------------------------- evaluator form
     def evaluator_weights(self) -> dict[str, torch.Tensor | float]:
