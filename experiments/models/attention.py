@@ -387,8 +387,8 @@ class RankedMultiheadAttention(nn.Module):
         projected = self._project(x_query, x_context)
         q, k = projected[0], projected[1]  # (B, H, Nq, r), (B, H, N, r)
         context = x_query if x_context is None else x_context
-        if self.runs is not None and self.value == "full" and self.attention == "softmax":
-            mixed = self._pack_full_value_mix(q, k, context)  # (K B, H, Nq, d)
+        if self.runs is not None and self.value == "full" and self.attention == "softmax" and Nq == 1:
+            mixed = self._pack_full_value_mix(q, k, context)  # (K B, H, 1, d): the theory model's one query
         else:
             if self.value == "standard":
                 values = projected[2]  # (B, H, N, r)
@@ -497,31 +497,30 @@ class RankedMultiheadAttention(nn.Module):
         return torch.matmul(weights, values)  # (B, H, Nq, e)
 
     def _pack_full_value_mix(self, q: torch.Tensor, k: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
-        """A pack's full-value softmax mix, sum_i w[h, j, i] x_i for every head: (K B, H, Nq, d).
+        """A pack's full-value softmax mix for one query token, sum_i w[h, i] x_i for every head: (K B, H, 1, d).
 
         Every full-value head mixes the same context tokens x_i (its value map V_h acts after the mix), so the
-        weights of all H heads multiply the (N, d) context of their sample in one batched product. Handing the
-        context to ``scaled_dot_product_attention`` as per-head values instead makes it copy an (K B, H, N, d)
-        expansion and run H products of a single query row each: measured 1.5x the whole step of the pack of 8 theory
-        models in benchmarks/bench_pipeline.py. A single run keeps ``_mix`` (its numbers are those of every run
+        weights of all H heads multiply the (N, d) context of their sample in one batched product; the scores
+        <q_h, k_{h,i}> are an elementwise product summed over r, in the (K B, N, H) layout the projections already
+        have, with the softmax over N. The general path (``_mix``: ``scaled_dot_product_attention`` on the context
+        expanded to per-head values, then (1, r) x (r, N) products per head) took 1.35-1.5x the whole step of the
+        pack of 8 theory models (d = 16, N = 2) in benchmarks/bench_pipeline.py (tiny products and a softmax over
+        rows of 2 cost more than their arithmetic). A single run keeps ``_mix`` (its numbers are those of every run
         trained before); a pack's differ from its runs' alone within float32 rounding, as they always did.
 
         Args:
-            q: (K B, H, Nq, r) queries, each run's score scale already in them (`_project`).
+            q: (K B, H, 1, r) queries, each run's score scale already in them (`_project`).
             k: (K B, H, N, r) keys.
             context: (K, B, N, d) context tokens.
         """
         N, d = context.shape[-2:]
-        scores = torch.matmul(q, k.transpose(-1, -2))  # (K B, H, Nq, N)
-        if self.causal:
-            Nq = scores.shape[-2]
-            future = torch.ones(Nq, N, dtype=torch.bool, device=scores.device).triu(1)  # (Nq, N): keys i > j
-            scores = scores.masked_fill(future, -math.inf)
-        weights = torch.softmax(scores, dim=-1)  # (K B, H, Nq, N)
-        KB, H, Nq = weights.shape[:3]
+        KB, H = q.shape[:2]
+        query = q.transpose(1, 2)  # (K B, 1, H, r)
+        keys = k.transpose(1, 2)  # (K B, N, H, r): the projection's own layout, no copy
+        weights = torch.softmax((query * keys).sum(dim=-1), dim=1)  # (K B, N, H): over the N context tokens
         flat = context.reshape(KB, N, d)  # (K B, N, d): a pack's runs and samples in one axis
-        mixed = torch.bmm(weights.reshape(KB, H * Nq, N), flat)  # (K B, H Nq, d): one product per sample
-        return mixed.view(KB, H, Nq, d)  # (K B, H, Nq, d)
+        mixed = torch.bmm(weights.transpose(1, 2), flat)  # (K B, H, d): one product per sample
+        return mixed.view(KB, H, 1, d)  # (K B, H, 1, d)
 
     # ------------------------------------------------------------------------------------------- evaluator form
     def evaluator_weights(self) -> dict[str, torch.Tensor | float]:
