@@ -61,6 +61,7 @@ from typing import Any  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from machine import allocator_state, processor, revision  # noqa: E402
 from torch import nn  # noqa: E402
 
 from experiments.config import TrainConfig  # noqa: E402
@@ -248,34 +249,6 @@ def _config(cell: dict[str, Any], layers: int, rank: int) -> TrainConfig:
 
 
 # ----------------------------------------------------------------------------------------------------- the record
-def allocator_state() -> dict[str, Any]:
-    """Whether jemalloc is mapped into this process, and the environment that decided it."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8") as maps:
-            mapped: bool | None = "jemalloc" in maps.read()
-    except OSError:
-        mapped = None  # not Linux
-    return {
-        "jemalloc_mapped": mapped,
-        "LD_PRELOAD": os.environ.get("LD_PRELOAD", ""),
-        "MALLOC_CONF": os.environ.get("MALLOC_CONF", ""),
-        SWITCH: os.environ.get(SWITCH, ""),
-    }
-
-
-def _git(*command: str) -> str:
-    return subprocess.run(["git", *command], cwd=REPOSITORY, capture_output=True, text=True).stdout.strip()
-
-
-def _processor() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            names = [line.split(":", 1)[1].strip() for line in info if line.startswith("model name")]
-        return names[0] if names else platform.processor()
-    except OSError:
-        return platform.processor()
-
-
 def _print(row: dict[str, Any]) -> None:
     parts = [f"L={row['layers']} r={row['rank']:2d}"]
     for name in (*PATHS, "products"):
@@ -350,17 +323,16 @@ def main(argv: list[str] | None = None) -> int:
     if not all(row["bitwise"] for row in rows):
         print("error: today's losses differ from ours (the feed-forward change is not bitwise)", file=sys.stderr)
     if args.record:
-        dirty = bool(_git("status", "--porcelain", "--", "experiments", "benchmarks"))
         words = sys.argv[1:] if argv is None else argv
         meta = {
             "command": "python benchmarks/bench_cpu_step.py " + " ".join(words),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "processor": _processor(),
+            "processor": processor(),
             "cores": os.cpu_count(),
             "python": platform.python_version(),
             "torch": torch.__version__,
             "threads": torch.get_num_threads(),
-            "revision": _git("rev-parse", "--short=12", "HEAD") + (" (modified)" if dirty else ""),
+            "revision": revision(),
             "allocator": allocator,
             "cell": {
                 k: v for k, v in cell.items() if k not in ("steps", "warmup_steps", "warmup_fraction", "schedule_steps")

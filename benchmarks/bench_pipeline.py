@@ -66,6 +66,7 @@ from types import ModuleType  # noqa: E402
 from typing import Any  # noqa: E402
 
 import torch  # noqa: E402
+from machine import allocator_state, processor, revision  # noqa: E402
 
 BASELINE = "66a125c"
 """The last revision before issue 48's pipeline: ``SingleModel`` and ``PackedModels`` (experiments/training/loop.py and
@@ -261,34 +262,6 @@ def cells(tiny: bool) -> list[tuple[str, list[dict[str, Any]]]]:
 
 
 # ----------------------------------------------------------------------------------------------------- the record
-def allocator_state() -> dict[str, Any]:
-    """Whether jemalloc is mapped into this process, and the environment that decided it."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8") as maps:
-            mapped: bool | None = "jemalloc" in maps.read()
-    except OSError:
-        mapped = None  # not Linux
-    return {
-        "jemalloc_mapped": mapped,
-        "LD_PRELOAD": os.environ.get("LD_PRELOAD", ""),
-        "MALLOC_CONF": os.environ.get("MALLOC_CONF", ""),
-        SWITCH: os.environ.get(SWITCH, ""),
-    }
-
-
-def _git(*command: str) -> str:
-    return subprocess.run(["git", *command], cwd=REPOSITORY, capture_output=True, text=True).stdout.strip()
-
-
-def _processor() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            names = [line.split(":", 1)[1].strip() for line in info if line.startswith("model name")]
-        return names[0] if names else platform.processor()
-    except OSError:
-        return platform.processor()
-
-
 def _print(row: dict[str, Any]) -> None:
     print(
         f"{row['cell']:12s} K={row['runs']}  old {row['old_ms']:8.1f} ms (cpu {row['old_cpu_ms']:8.1f})  "
@@ -364,17 +337,16 @@ def main(argv: list[str] | None = None) -> int:
     if not close:
         print(f"error: the theory pack's losses differ from the old ones by more than {THEORY_RTOL}", file=sys.stderr)
     if args.record:
-        dirty = bool(_git("status", "--porcelain", "--", "experiments", "benchmarks"))
         words = sys.argv[1:] if argv is None else argv
         meta = {
             "command": "python benchmarks/bench_pipeline.py " + " ".join(words),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "processor": _processor(),
+            "processor": processor(),
             "cores": os.cpu_count(),
             "python": platform.python_version(),
             "torch": torch.__version__,
             "threads": torch.get_num_threads(),
-            "revision": _git("rev-parse", "--short=12", "HEAD") + (" (modified)" if dirty else ""),
+            "revision": revision(),
             "baseline": args.baseline,
             "allocator": allocator,
             "repeats": args.repeats,

@@ -44,7 +44,8 @@ import subprocess  # noqa: E402
 from typing import Any  # noqa: E402
 
 import torch  # noqa: E402
-from bench_cpu_step import PAPER_CELL, TINY_CELL, _config, allocator_state, build_training  # noqa: E402
+from bench_cpu_step import PAPER_CELL, TINY_CELL, _config, build_training  # noqa: E402
+from machine import allocator_state, revision  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
 GROUPS = {
@@ -138,9 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python benchmarks/profile_cpu_step.py " + " ".join(words),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "torch": torch.__version__,
-        "revision": subprocess.run(
-            ["git", "-C", str(REPOSITORY), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True
-        ).stdout.strip(),
+        "revision": revision(),
         "allocator": allocator_state(),
         "cell": {k: v for k, v in (TINY_CELL if args.tiny else PAPER_CELL).items() if k in ("d", "N", "ffn_dim")},
         "layers": args.layers,
