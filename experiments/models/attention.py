@@ -38,7 +38,8 @@ parameters and inputs carrying a leading run axis, by the same code (products th
 keeps its own score scale, folded into its query rows, and with standard value maps its own rank: H r = c d whatever
 r is, so the runs' parameters stack, and the attention core is called once per group of consecutive runs of equal
 rank. A pack computes softmax attention by the "blockwise" or "fused" path (not hardmax, not "plain"), all blocks of
-a layer in one group (its K runs already make the products wide).
+a layer in one group (its K runs already make the products wide); a pack of full-value heads with one query token
+(the theory model's) mixes its context by its own short path (`RankedMultiheadAttention._pack_full_value_mix`).
 """
 
 from __future__ import annotations
