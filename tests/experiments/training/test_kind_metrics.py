@@ -10,9 +10,9 @@ not do, since a CPU's kernels may round differently.
 Every run trained alone and every run of the encoder pack must be bitwise equal: metrics.csv's step, loss, lr and
 population columns as written, and result.json's best and final loss and population error.
 
-The theory pack is not bitwise: its attention is now the single run's (``scaled_dot_product_attention`` over the
-stacked runs) where the baseline's ``PackedTheoryModel`` wrote its own softmax and products, the same arithmetic
-summed in another order. Tolerance: relative :data:`THEORY_PACK_RTOL` = 1e-5 on every recorded number, about 84
+The theory pack is not bitwise: its attention is `RankedMultiheadAttention`'s pack path
+(``_pack_full_value_mix``) where the baseline's ``PackedTheoryModel`` wrote its own softmax and products, the same
+arithmetic in another order (the query scale folded into the projection, products batched otherwise). Tolerance: relative :data:`THEORY_PACK_RTOL` = 1e-5 on every recorded number, about 84
 float32 epsilons (2**-23 = 1.19e-7), for rounding differences of a few epsilons per operation carried through 20
 AdamW steps; the same tolerance as the pack-against-separate-runs test (test_packed_training.py). Measured when this
 test was written: at most 6.2e-8, half an epsilon. Negative control: the pack's runs differ from each other by far
