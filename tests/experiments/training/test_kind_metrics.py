@@ -12,10 +12,11 @@ population columns as written, and result.json's best and final loss and populat
 
 The theory pack is not bitwise: its attention is `RankedMultiheadAttention`'s pack path
 (``_pack_full_value_mix``) where the baseline's ``PackedTheoryModel`` wrote its own softmax and products, the same
-arithmetic in another order (the query scale folded into the projection, products batched otherwise). Tolerance: relative :data:`THEORY_PACK_RTOL` = 1e-5 on every recorded number, about 84
-float32 epsilons (2**-23 = 1.19e-7), for rounding differences of a few epsilons per operation carried through 20
-AdamW steps; the same tolerance as the pack-against-separate-runs test (test_packed_training.py). Measured when this
-test was written: at most 6.2e-8, half an epsilon. Negative control: the pack's runs differ from each other by far
+arithmetic in another order (the query scale folded into the projection, products batched otherwise).
+Tolerance: relative :data:`THEORY_PACK_RTOL` = 1e-5 on every recorded number, about 84 float32 epsilons
+(2**-23 = 1.19e-7), for rounding differences of a few epsilons per operation carried through 20 AdamW steps; the same
+tolerance as the pack-against-separate-runs test (test_packed_training.py). Measured when this test was written
+(with the theory pack through ``scaled_dot_product_attention``): at most 6.2e-8, half an epsilon. Negative control: the pack's runs differ from each other by far
 more than the tolerance, so the agreement is not trivial.
 
 Slow (two processes train 13 cases each: about a minute on a loaded 2-core machine); skipped where the checkout holds
