@@ -16,8 +16,8 @@ arithmetic in another order (the query scale folded into the projection, product
 Tolerance: relative :data:`THEORY_PACK_RTOL` = 1e-5 on every recorded number, about 84 float32 epsilons
 (2**-23 = 1.19e-7), for rounding differences of a few epsilons per operation carried through 20 AdamW steps; the same
 tolerance as the pack-against-separate-runs test (test_packed_training.py). Measured when this test was written
-(with the theory pack through ``scaled_dot_product_attention``): at most 6.2e-8, half an epsilon. Negative control: the pack's runs differ from each other by far
-more than the tolerance, so the agreement is not trivial.
+(with the theory pack through ``scaled_dot_product_attention``): at most 6.2e-8, half an epsilon. Negative control:
+the pack's runs differ from each other by far more than the tolerance, so the agreement is not trivial.
 
 Slow (two processes train 13 cases each: about a minute on a loaded 2-core machine); skipped where the checkout holds
 no history of :data:`BASELINE` (a shallow clone, an unpacked archive).
