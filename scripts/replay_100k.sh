@@ -30,7 +30,7 @@ drivers() {
 
 case "${1:-}" in
 start)
-    mkdir -p "$WORK"
+    mkdir -p "$WORK" "$MILESTONES"  # the watcher writes there (a dangling link here once cost it the 20k milestone)
     [ -d "$TREE" ] || git worktree add --detach "$TREE" "$FROZEN"
     if [ ! -d "$SWEEP" ]; then
         mkdir -p "$SWEEP"
