@@ -11,7 +11,8 @@ leaving every other byte of the doc as it is. NAME is a kind and its arguments j
 what the block reads (a store, a folder, a recorded run's date), so the doc declares its sources. A kind is declared
 by the module that owns its source (`experiments.reporting.doc_sources.DocBlockKind`), and :data:`BLOCK_KINDS`
 collects them: the committed stores' blocks (`experiments.publish.store_blocks`: ``store-facts``, ``store-claims``,
-``best-losses``, ``regime-control``; `experiments.publish.scaling_blocks`: ``long-scale``), a GPU call's archived runs
+``best-losses``, ``regime-control``; `experiments.publish.scaling_blocks`: ``long-scale``;
+`experiments.publish.deep_columns_block`: ``deep-columns``), a GPU call's archived runs
 (`experiments.publish.gpu_call_blocks`: ``gpu-step-costs``), the recorded benchmark runs
 (`experiments.publish.benchmark_blocks`: ``random-features-curve``, ``bench-attention``) and the studies' own
 (`experiments.studies.DOC_BLOCK_KINDS`: the tightness study's ``tightness``).
@@ -30,7 +31,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments.publish import benchmark_blocks, gpu_call_blocks, scaling_blocks, store_blocks
+from experiments.publish import benchmark_blocks, deep_columns_block, gpu_call_blocks, scaling_blocks, store_blocks
 from experiments.reporting.doc_sources import RESULTS_NAME, DocBlockKind, DocSources
 from experiments.studies import DOC_BLOCK_KINDS, PRESETS
 
@@ -55,6 +56,7 @@ BLOCK_KINDS = _registry(
     scaling_blocks.DOC_BLOCKS,
     gpu_call_blocks.DOC_BLOCKS,
     benchmark_blocks.DOC_BLOCKS,
+    deep_columns_block.DOC_BLOCKS,
     DOC_BLOCK_KINDS,
 )
 """Block kind -> its declaration (module docstring)."""

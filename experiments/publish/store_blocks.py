@@ -73,7 +73,7 @@ def numbers_text(numbers: Mapping[str, float]) -> str:
     return ", ".join(f"{name.replace('_', ' ')} {significant(value)}" for name, value in numbers.items())
 
 
-def _claim_line(preset: str, scale: str, records: Sequence[Record]) -> str | None:
+def claim_line(preset: str, scale: str, records: Sequence[Record]) -> str | None:
     """The claim's grade and the numbers behind it, on the runs the sweep report judges."""
     claim = CLAIMS.get(preset)
     if claim is None:
@@ -97,7 +97,7 @@ def store_facts(sources: DocSources, store: str) -> list[str]:
             statuses[record["status"]] = statuses.get(record["status"], 0) + 1
         counted = ", ".join(f"{status} {count}" for status, count in sorted(statuses.items()))
         lines.append(f"- Sweep {preset} ({scale}): {len(records)} runs ({counted}); {parameter_line(records)}.")
-        claim = _claim_line(preset, scale, records)
+        claim = claim_line(preset, scale, records)
         if claim is not None:
             lines.append(claim)
         if scale == LONG:
@@ -163,7 +163,7 @@ def store_claims(sources: DocSources) -> list[str]:
     for path in committed_stores(sources.root / RESULTS_NAME):
         store = path.parent.name
         for preset, scale, records in sources.sweeps(store):
-            claim = _claim_line(preset, scale, records)
+            claim = claim_line(preset, scale, records)
             if claim is None:
                 continue
             text = claim.removeprefix("- ").rstrip(".")

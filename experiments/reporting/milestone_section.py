@@ -91,7 +91,8 @@ def population_at(lineage: Lineage, step: int, milestones: dict[tuple[str, int],
     return math.nan, math.nan
 
 
-def _paper_value(preset: Preset, cell: tuple[int, int, int, int]) -> str:
+def paper_value(preset: Preset, cell: tuple[int, int, int, int]) -> str:
+    """The paper's Figure 1 value for ``cell`` as the preset records it (a range where it gives one), or ``-``."""
     d, layers, rank, width = cell
     rank_class = "full" if rank == d else "half" if 2 * rank == d else "low" if 4 * rank <= d else "other"
     for number in preset.paper:
@@ -105,12 +106,60 @@ def _fmt(value: float) -> str:
     return "-" if not math.isfinite(value) else f"{value:.3g}"
 
 
+@dataclasses.dataclass(frozen=True)
+class MilestoneRow:
+    """One cell at one fifth S of its schedule: per data seed that reached S, the lowest epoch mean up to S, the last
+    epoch mean at S, and the population error (mean, standard error; nan where not evaluated)."""
+
+    cell: tuple[int, int, int, int]  # (d, layers, rank, width)
+    step: int
+    best: dict[int, float]
+    last: dict[int, float]
+    population: dict[int, tuple[float, float]]
+
+    @property
+    def label(self) -> str:
+        d, layers, rank, width = self.cell
+        return f"d={d} L={layers} r={rank}" + (f" c={width}" if width != 1 else "")
+
+    @property
+    def statistic(self) -> float:
+        """The paper's statistic: the minimum over the data seeds of the lowest epoch mean."""
+        return min(self.best.values())
+
+    def gap(self, seed: int) -> float:
+        """Population error minus the last epoch's training loss at S, for ``seed`` (nan where not evaluated)."""
+        return self.population[seed][0] - self.last[seed]
+
+
+def milestone_rows(records: Sequence[Record], out: Path) -> list[MilestoneRow]:
+    """Every cell's rows at every fifth of its schedule that one of its runs has reached (module docstring)."""
+    found = lineages(records, out)
+    milestones = SweepDirectory(out).read_milestones() if found else {}
+    rows = []
+    for cell in sorted({g.cell for g in found}, key=lambda c: (-c[0], c[1], -c[2], c[3])):
+        members = [g for g in found if g.cell == cell]
+        schedule = max(g.schedule for g in members)
+        for step in range(schedule // FIFTHS, schedule + 1, schedule // FIFTHS):
+            reached = [g for g in members if g.curve[-1][0] >= step]
+            if reached:
+                rows.append(
+                    MilestoneRow(
+                        cell=cell,
+                        step=step,
+                        best={g.data_seed: min(v for s, v in g.curve if s <= step) for g in reached},
+                        last={g.data_seed: next(v for s, v in reversed(g.curve) if s <= step) for g in reached},
+                        population={g.data_seed: population_at(g, step, milestones) for g in reached},
+                    )
+                )
+    return rows
+
+
 def milestone_section(preset: Preset, records: Sequence[Record], out: Path, scale: str) -> tuple[list[str], list[Path]]:
     """The table described in the module docstring (no figure: the report's curves figures show the same runs)."""
-    found = lineages(records, out)
-    if not found:
+    rows = milestone_rows(records, out)
+    if not rows:
         return [], []
-    milestones = SweepDirectory(out).read_milestones()
     lines = [
         "### The paper's statistic at each fifth of the schedule",
         "",
@@ -125,30 +174,20 @@ def milestone_section(preset: Preset, records: Sequence[Record], out: Path, scal
         "(data seed: mean +- se) | gap (data seed) | paper |",
         "|---|---|---|---|---|---|---|",
     ]
-    cells = sorted({g.cell for g in found}, key=lambda c: (-c[0], c[1], -c[2], c[3]))
-    for cell in cells:
-        members = [g for g in found if g.cell == cell]
-        schedule = max(g.schedule for g in members)
-        label = f"d={cell[0]} L={cell[1]} r={cell[2]}" + (f" c={cell[3]}" if cell[3] != 1 else "")
-        for step in range(schedule // FIFTHS, schedule + 1, schedule // FIFTHS):
-            reached = [g for g in members if g.curve[-1][0] >= step]
-            if not reached:
-                continue
-            best = {g.data_seed: min(v for s, v in g.curve if s <= step) for g in reached}
-            last = {g.data_seed: next(v for s, v in reversed(g.curve) if s <= step) for g in reached}
-            population = {g.data_seed: population_at(g, step, milestones) for g in reached}
-            pop_text = ", ".join(
-                f"{seed}: {_fmt(mean)} +- {stderr:.2g}" if math.isfinite(mean) else f"{seed}: not evaluated"
-                for seed, (mean, stderr) in population.items()
-            )
-            gap_text = ", ".join(
-                f"{seed}: {_fmt(mean - last[seed])}" for seed, (mean, _) in population.items() if math.isfinite(mean)
-            )
-            lines.append(
-                f"| {label} | {step:,} | {_fmt(min(best.values()))} | {_fmt(max(best.values()))} "
-                f"({len(best)} data seed{'s' if len(best) > 1 else ''}) | {pop_text} | {gap_text or '-'} | "
-                f"{_paper_value(preset, cell)} |"
-            )
+    for row in rows:
+        pop_text = ", ".join(
+            f"{seed}: {_fmt(mean)} +- {stderr:.2g}" if math.isfinite(mean) else f"{seed}: not evaluated"
+            for seed, (mean, stderr) in row.population.items()
+        )
+        gap_text = ", ".join(
+            f"{seed}: {_fmt(row.gap(seed))}" for seed, (mean, _) in row.population.items() if math.isfinite(mean)
+        )
+        seeds = len(row.best)
+        lines.append(
+            f"| {row.label} | {row.step:,} | {_fmt(row.statistic)} | {_fmt(max(row.best.values()))} "
+            f"({seeds} data seed{'s' if seeds > 1 else ''}) | {pop_text} | {gap_text or '-'} | "
+            f"{paper_value(preset, row.cell)} |"
+        )
     lines.append("")
     return lines, []
 

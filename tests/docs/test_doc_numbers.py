@@ -1258,6 +1258,33 @@ STATEMENTS: tuple[Statement, ...] = (
             f(min(best("fig1-d64-cpu", d=64, layers=3, rank=32)) / 0.05, ".0f"),
         ],
     ),
+    # docs/paper.md section 9 and the end of docs/scaling.md: the deep columns' answer (its table is generated)
+    Statement(
+        "docs/paper.md",
+        "training loss on one fixed set** of {} batches ({} sequences, replayed for {} epochs), after the full "
+        "{}k-step schedule",
+        lambda: [
+            str(REFERENCE_BATCHES),
+            single_count({int(r["train_batches"]) * int(r["batch_size"]) for r in _replay()}),
+            *{str(int(r["schedule_steps"]) // int(r["train_batches"])) for r in _replay()},
+            *{str(int(r["schedule_steps"]) // 1000) for r in _replay()},
+        ],
+    ),
+    Statement(
+        "docs/paper.md",
+        "The five sets overlap (data seeds 0 and 1 share {} of their {} batches)",
+        lambda: [str(shared_batches(0, 1)), str(REFERENCE_BATCHES)],
+    ),
+    Statement(
+        "docs/paper.md",
+        "the population error on {} held-out samples. The table below",
+        lambda: [_replay_samples()],
+    ),
+    Statement(
+        "docs/scaling.md",
+        "go on along the paper's schedule to its end, {} steps, where the learning rate",
+        lambda: [single_count({int(r["schedule_steps"]) for r in _replay()})],
+    ),
     # docs/training.md and docs/paper.md: the data regimes' numbers are the code's
     Statement(
         "docs/training.md",
