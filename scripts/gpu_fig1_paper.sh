@@ -99,16 +99,8 @@ if [[ "$DRY_RUN" == 1 ]]; then
   [[ "$REGIME" != fresh ]] && SETS+=(--set train_batches=1)
 fi
 mkdir -p "$OUT_DIR" "$WORK_DIR"
-{
-  if [[ "$DRY_RUN" == 0 ]] && command -v nvidia-smi >/dev/null; then
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-  else
-    echo "no GPU used (DRY_RUN=$DRY_RUN)"
-  fi
-  python -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
-  echo "revision $(git rev-parse --short HEAD 2>/dev/null || echo unknown); regime $REGIME ($PRESET, scale $SCALE);" \
-    "call $CALL; groups $GROUPS_OF_CALL"
-} > "$OUT_DIR/gpu.txt"
+python scripts/gpu_outputs.py machine "$OUT_DIR/gpu.txt" "$DRY_RUN" \
+  "regime $REGIME ($PRESET, scale $SCALE); call $CALL; groups $GROUPS_OF_CALL"
 if [[ "$BENCH" == 1 ]]; then
   bench_device=cuda; bench_extra=(--ks 1 9 --precision high)
   [[ "$DRY_RUN" == 1 ]] && { bench_device=cpu; bench_extra=(--ks 1 --tiny --repeats 1); }
@@ -154,46 +146,11 @@ for group in $GROUPS_OF_CALL; do
   done < <(python scripts/fig1_paper_cells.py finished "$sweep_dir" "$layers" "$seeds" "${group_sets[@]}")
   for pid in "${drivers[@]}"; do wait "$pid" || echo "$group: a recording driver exited with $?" >&2; done
   t1=$(date +%s.%N)
-  echo "{\"group\": \"$group\", \"limit_s\": $limit, \"start\": $t0, \"end\": $t1, \"status\": $status}" >> "$timing"
+  printf '{"key": "%s", "sweep_dir": "%s", "keep_as": "%s", "limit_s": %s, "start": %s, "end": %s, "status": %s, %s}\n' \
+    "$group" "$sweep_dir" "fig1-paper-$group" "$limit" "$t0" "$t1" "$status" \
+    '"missing": "no results store: no run of the group finished"' >> "$timing"
   echo "$group: pack exit status $status after $(python -c "print(round($t1 - $t0, 1))") s (limit $limit s)" >&2
 done
 
 # The kept copies (store, report, figure; no run directories), written where they are kept.
-python - "$OUT_DIR" "$WORK_DIR" "$timing" <<'PY'
-import contextlib
-import json
-import sqlite3
-import subprocess
-import sys
-from pathlib import Path
-
-out, work, timing = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
-summary = {}
-for line in timing.read_text().splitlines():
-    row = json.loads(line)
-    group = row["group"]
-    name = f"fig1-paper-{group}"
-    store = work / name / "results.sqlite"
-    entry = {"wall_s": round(row["end"] - row["start"], 1), "limit_s": row["limit_s"], "exit_status": row["status"],
-             "stopped_at_limit": row["status"] in (124, 137)}
-    if store.is_file():
-        keep = out / name
-        keep.mkdir(parents=True, exist_ok=True)
-        (keep / "results.sqlite").unlink(missing_ok=True)
-        with contextlib.closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as source:
-            with contextlib.closing(sqlite3.connect(keep / "results.sqlite")) as copy:
-                source.backup(copy)  # a consistent copy, whatever the store's journal still holds
-                copy.execute("PRAGMA journal_mode=DELETE")  # one file to keep (no -wal / -shm beside it)
-            entry["runs"] = dict(source.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall())
-        report = subprocess.run([sys.executable, "-m", "experiments.cli.main", "report", str(keep)],
-                                capture_output=True, text=True)
-        entry["report_exit_status"] = report.returncode
-        if report.returncode:
-            entry["report_error"] = report.stderr.strip()[-500:]
-    else:
-        entry["runs"] = {}
-        entry["note"] = "no results store: no run of the group finished"
-    summary[group] = entry
-(out / "timing.json").write_text(json.dumps(summary, indent=2) + "\n")
-print(json.dumps(summary))
-PY
+python scripts/gpu_outputs.py keep "$OUT_DIR" "$timing" timing.json

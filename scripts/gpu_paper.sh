@@ -45,15 +45,7 @@ fi
 # Split the host's cores between the worker processes rather than letting each take all of them (torch's default).
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))}"
 mkdir -p "$OUT_DIR" "$WORK_DIR"
-{
-  if [[ "$DRY_RUN" == 0 ]] && command -v nvidia-smi >/dev/null; then
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-  else
-    echo "no GPU used (DRY_RUN=$DRY_RUN)"
-  fi
-  python -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
-  echo "revision $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-} > "$OUT_DIR/gpu.txt"
+python scripts/gpu_outputs.py machine "$OUT_DIR/gpu.txt" "$DRY_RUN"
 
 started=$(date +%s)
 set -- $PRESETS
@@ -72,44 +64,11 @@ for preset in $PRESETS; do
     --workers "$WORKERS" "${SETS[@]}" --no-progress --json > "$sweep_dir.sweep.json" 2> "$sweep_dir.sweep.err" \
     || status=$?
   t1=$(date +%s.%N)
-  echo "{\"preset\": \"$preset\", \"limit_s\": $limit, \"start\": $t0, \"end\": $t1, \"status\": $status}" >> "$timing"
+  printf '{"key": "%s", "sweep_dir": "%s", "keep_as": "%s", "limit_s": %s, "start": %s, "end": %s, "status": %s, %s}\n' \
+    "$preset" "$sweep_dir" "$preset-gpu" "$limit" "$t0" "$t1" "$status" \
+    '"missing": "no results store: the sweep stopped before registering its runs"' >> "$timing"
   echo "$preset: sweep exit status $status after $(python -c "print(round($t1 - $t0, 1))") s (limit $limit s)" >&2
 done
 
 # The kept copies (store, report, figure; no run directories) and their reports, written where they are kept.
-python - "$OUT_DIR" "$WORK_DIR" "$timing" <<'PY'
-import contextlib
-import json
-import sqlite3
-import subprocess
-import sys
-from pathlib import Path
-
-out, work, timing = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
-summary = {}
-for line in timing.read_text().splitlines():
-    row = json.loads(line)
-    preset, store = row["preset"], work / f"{row['preset']}-gpu" / "results.sqlite"
-    entry = {"wall_s": round(row["end"] - row["start"], 1), "limit_s": row["limit_s"], "exit_status": row["status"],
-             "stopped_at_limit": row["status"] in (124, 137)}
-    if store.is_file():
-        keep = out / f"{preset}-gpu"
-        keep.mkdir(parents=True, exist_ok=True)
-        (keep / "results.sqlite").unlink(missing_ok=True)
-        with contextlib.closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as source:
-            with contextlib.closing(sqlite3.connect(keep / "results.sqlite")) as copy:
-                source.backup(copy)  # a consistent copy, whatever the store's journal still holds
-                copy.execute("PRAGMA journal_mode=DELETE")  # one file to keep (no -wal / -shm beside it)
-            entry["runs"] = dict(source.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall())
-        report = subprocess.run([sys.executable, "-m", "experiments.cli.main", "report", str(keep)],
-                                capture_output=True, text=True)
-        entry["report_exit_status"] = report.returncode
-        if report.returncode:
-            entry["report_error"] = report.stderr.strip()[-500:]
-    else:
-        entry["runs"] = {}
-        entry["note"] = "no results store: the sweep stopped before registering its runs"
-    summary[preset] = entry
-(out / "gpu-timing.json").write_text(json.dumps(summary, indent=2) + "\n")
-print(json.dumps(summary))
-PY
+python scripts/gpu_outputs.py keep "$OUT_DIR" "$timing" gpu-timing.json
