@@ -52,6 +52,8 @@ BENCH="${BENCH:-0}"
 
 fail() { echo "gpu_fig1_paper.sh: error: $1" >&2; exit 2; }
 [[ "$DRY_RUN" == 0 || "$DRY_RUN" == 1 ]] || fail "DRY_RUN must be 0 or 1, got '$DRY_RUN'"
+# The timing lines are JSON written by printf: a path with a quote or a backslash would break them.
+[[ "$WORK_DIR" != *[\"\\]* ]] || fail "WORK_DIR must not contain a double quote or a backslash, got '$WORK_DIR'"
 [[ "$REGIME" == paper || "$REGIME" == fresh || "$REGIME" == replay ]] \
   || fail "REGIME must be paper, fresh or replay, got '$REGIME'"
 if [[ "$DRY_RUN" == 1 ]]; then CALL="${CALL:-all}"; else CALL="${CALL:-}"; fi

@@ -35,6 +35,8 @@ done
 [[ "$BUDGET_S" =~ ^[1-9][0-9]*$ ]] || fail "BUDGET_S must be an integer >= 1 (seconds), got '$BUDGET_S'"
 [[ "$WORKERS" =~ ^[1-9][0-9]*$ ]] || fail "WORKERS must be an integer >= 1, got '$WORKERS'"
 [[ "$DRY_RUN" == 0 || "$DRY_RUN" == 1 ]] || fail "DRY_RUN must be 0 or 1, got '$DRY_RUN'"
+# The timing lines are JSON written by printf: a path with a quote or a backslash would break them.
+[[ "$WORK_DIR" != *[\"\\]* ]] || fail "WORK_DIR must not contain a double quote or a backslash, got '$WORK_DIR'"
 
 SETS=()
 if [[ "$DRY_RUN" == 1 ]]; then

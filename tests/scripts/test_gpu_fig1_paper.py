@@ -127,6 +127,8 @@ def test_dry_run_rehearses_the_fresh_regime(tmp_path: Path) -> None:
         ({"CAPTURE": "cudagraph"}, "CAPTURE must be none, graph or compile, got 'cudagraph'"),
         ({"BENCH": "yes"}, "BENCH must be 0 or 1"),
         ({"DRY_RUN": "maybe"}, "DRY_RUN must be 0 or 1"),
+        ({"WORK_DIR": '/tmp/gpu"work'}, "WORK_DIR must not contain a double quote or a backslash"),
+        ({"WORK_DIR": "/tmp/gpu\\work"}, "WORK_DIR must not contain a double quote or a backslash"),
     ],
 )
 def test_bad_settings_exit_2_with_one_line_and_write_nothing(tmp_path: Path, env: dict[str, str], message: str) -> None:

@@ -73,6 +73,8 @@ def test_a_sweep_past_its_limit_is_stopped_and_the_script_goes_on(tmp_path: Path
         ({"BUDGET_S": "0"}, "BUDGET_S must be an integer >= 1"),
         ({"WORKERS": "two"}, "WORKERS must be an integer >= 1"),
         ({"DRY_RUN": "yes"}, "DRY_RUN must be 0 or 1"),
+        ({"WORK_DIR": '/tmp/gpu"work'}, "WORK_DIR must not contain a double quote or a backslash"),
+        ({"WORK_DIR": "/tmp/gpu\\work"}, "WORK_DIR must not contain a double quote or a backslash"),
     ],
 )
 def test_bad_settings_exit_2_with_one_line_and_write_nothing(tmp_path: Path, env: dict[str, str], message: str) -> None:
