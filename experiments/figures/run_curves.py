@@ -16,6 +16,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.lines import Line2D
 
 from experiments.analysis.compute_scaling import PowerLawFit
 
@@ -58,9 +59,9 @@ def plot_prefix_curves(
     ax.set_xlabel("step (dashed: each curve's fitted floor + a n^-b after the warm-up, to the schedule's end)")
     ax.set_ylabel("epoch-mean training loss")
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    # Outside the axes: a store of many runs has a long legend, and inside it would hide the curves it names.
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -121,7 +122,7 @@ def plot_training_vs_population(
             [v for _, v in run.training],
             color=colour,
             linewidth=1.2,
-            label=f"{run.label}: training loss",
+            label=run.label,
         )
         if run.population:
             ax.plot(
@@ -132,7 +133,6 @@ def plot_training_vs_population(
                 marker="o",
                 markersize=2.5,
                 linewidth=1,
-                label=f"{run.label}: population error",
             )
     right = max((s for run in runs for s, _ in run.training), default=1)
     for label, value in paper:
@@ -142,8 +142,13 @@ def plot_training_vs_population(
     ax.set_xlabel("step")
     ax.set_ylabel("error (training loss on the set; population error on held-out samples)")
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    # One entry per run (its colour), then the two line styles; outside the axes, where it hides no curve.
+    styles = [
+        Line2D([], [], color="black", linewidth=1.2, label="solid: training loss on the set"),
+        Line2D([], [], color="black", linestyle="--", marker="o", markersize=2.5, label="dashed: population error"),
+    ]
+    handles = [*ax.get_legend_handles_labels()[0], *styles]
+    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path

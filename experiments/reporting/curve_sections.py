@@ -40,15 +40,25 @@ def _fmt(value: float) -> str:
 
 
 def _label(record: Record) -> str:
+    # The step budget is part of the name: a store that extends a run (20k, then 40k, then 100k of one schedule) holds
+    # several runs of one cell, and their lines must be told apart.
     data = "" if record.get("data_seed") is None else f" data_seed={record['data_seed']}"
-    return f"d={record['d']} L={record['layers']} r={record['rank']} seed={record['seed']}{data}"
+    cell = f"d={record['d']} L={record['layers']} r={record['rank']} seed={record['seed']}"
+    return f"{cell}{data} steps={record['steps']}"
 
 
 def _train_runs(records: Sequence[Record]) -> list[Record]:
     runs = [r for r in records if r.get("kind") == "train"]
     return sorted(
         runs,
-        key=lambda r: (-int(r["d"]), int(r["layers"]), -int(r["rank"]), int(r["seed"]), int(r.get("data_seed") or 0)),
+        key=lambda r: (
+            -int(r["d"]),
+            int(r["layers"]),
+            -int(r["rank"]),
+            int(r["seed"]),
+            int(r.get("data_seed") or 0),
+            int(r["steps"]),
+        ),
     )
 
 

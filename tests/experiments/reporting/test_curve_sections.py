@@ -54,9 +54,24 @@ def test_the_curve_table_names_every_run_and_draws_the_largest_d(store: tuple[Pa
     lines, figures = projection_section(get_preset("fig1-d64"), records, out, "quick")
     table = [line for line in lines if line.startswith("| d=")]
     assert len(table) == len(records)
-    assert any(line.startswith("| d=16 L=1 r=8 seed=0 | 60 (200) | 0.7 | 0.7 |") for line in table)
+    assert any(line.startswith("| d=16 L=1 r=8 seed=0 steps=60 | 60 (200) | 0.7 | 0.7 |") for line in table)
     assert sum("no curve yet" in line for line in table) == len(records) - 3
     assert [p.name for p in figures] == ["fig1-d64-quick-curves.png"] and figures[0].is_file()
+
+
+def test_runs_of_one_cell_at_two_budgets_are_told_apart_and_ordered_by_budget(tmp_path: Path) -> None:
+    """A store that extends a run holds the cell twice (here at 60 and 120 steps): two rows, shorter first."""
+    first = _records()[0]
+    longer = {**first, "steps": 2 * int(first["steps"]), "hash": "e" * 64}
+    write_curves_file(
+        tmp_path / CURVES_NAME,
+        {first["hash"]: _curve(1.0, 0.7, 60), "e" * 64: _curve(1.0, 0.6, 120)},
+        {first["hash"]: "run", "e" * 64: "run"},
+    )
+    lines, _ = projection_section(get_preset("fig1-d64"), [longer, first], tmp_path, "quick")
+    cell = f"d={first['d']} L={first['layers']} r={first['rank']} seed={first['seed']}"
+    rows = [line for line in lines if line.startswith(f"| {cell} ")]
+    assert [row.split(" | ")[0] for row in rows] == [f"| {cell} steps=60", f"| {cell} steps=120"]
 
 
 def test_recovered_curves_are_said_to_be(tmp_path: Path) -> None:
