@@ -11,7 +11,7 @@
 #
 # Usage (repository root):
 #   scripts/gpu_paper.sh [OUT_DIR]                     # on the GPU machine; OUT_DIR defaults to $OUT (else results)
-#   DRY_RUN=1 WORK_DIR=/tmp/w scripts/gpu_paper.sh /tmp/o   # CPU rehearsal: 2 steps of batch 2, FFN 8 (seconds)
+#   DRY_RUN=1 WORK_DIR=/tmp/w scripts/gpu_paper.sh /tmp/o   # CPU rehearsal: 2 steps of batch 2, FFN 8 (minutes)
 # Environment: PRESETS ("fig1 posn conjecture6 icl"), BUDGET_S (450), WORKERS (4), WORK_DIR (runs/gpu-paper: the
 # sweeps' run directories with their checkpoints, never copied to OUT_DIR), DRY_RUN (0).
 # Writes OUT_DIR/<preset>-gpu/{results.sqlite, report.md, <preset>-gpu.png}, OUT_DIR/gpu-timing.json (per preset: wall
