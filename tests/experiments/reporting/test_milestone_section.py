@@ -105,7 +105,9 @@ def test_a_milestone_fills_the_population_of_a_step_no_run_ended_at(tmp_path: Pa
     store = tmp_path / "store"
     shutil.copytree(REPLAY, store)
     records = [dict(r) for r in _replay_records(store)]
-    seed1 = next(r for r in records if r["layers"] == 3 and r["rank"] == 32 and r.get("data_seed") == 1)
+    seed1 = next(
+        r for r in records if r["layers"] == 3 and r["rank"] == 32 and r.get("data_seed") == 1 and r["steps"] == 20000
+    )  # the finished 20k run (the store also holds its 100k namesake, still training)
     seed1["population_error"] = seed1["population_stderr"] = None  # as if it had not ended at 20k
     before, _ = milestone_section(PRESETS["fig1-d64-replay"], records, store, "cpu")
     assert any("1: not evaluated" in line for line in before)
