@@ -123,6 +123,11 @@ def _replay_full(rank: int) -> Record:
     return found
 
 
+def _full_schedule(field: str, spec: str) -> list[str]:
+    """``field`` of the full-schedule runs of r = 32 and of r = 64, as the docs write it."""
+    return [f(_replay_full(rank=rank)[field], spec) for rank in (32, 64)]
+
+
 def _paper_cell_grade(*pairs: float) -> str:
     """MAGNITUDE when every (ours, paper) pair lies within the stated cell tolerance (`CELL_FACTOR`) of each other:
     the report's per-budget rule for a single run against a value read off a log-scale figure; else the ratios."""
@@ -1308,8 +1313,7 @@ STATEMENTS: tuple[Statement, ...] = (
         "On its set, L = 3, r = 32 reaches {} and full rank {} at the end of the schedule, {}x and {}x the paper's "
         "0.05 and 0.003",
         lambda: [
-            f(_replay_full(rank=32)["best_loss"], ".3g"),
-            f(_replay_full(rank=64)["best_loss"], ".3g"),
+            *_full_schedule("best_loss", ".3g"),
             f(_replay_full(rank=32)["best_loss"] / 0.05, ".3g"),
             f(_replay_full(rank=64)["best_loss"] / 0.003, ".3g"),
         ],
@@ -1350,12 +1354,7 @@ STATEMENTS: tuple[Statement, ...] = (
         "docs/paper.md",
         "L = 3, r = 32 at {} (paper 0.05) and full rank at {} (paper 0.003), while their population errors are {} "
         "and {}.",
-        lambda: [
-            f(_replay_full(rank=32)["best_loss"], ".3g"),
-            f(_replay_full(rank=64)["best_loss"], ".3g"),
-            f(_replay_full(rank=32)["population_error"], ".3f"),
-            f(_replay_full(rank=64)["population_error"], ".3f"),
-        ],
+        lambda: [*_full_schedule("best_loss", ".3g"), *_full_schedule("population_error", ".3f")],
     ),
     # docs/training.md and docs/paper.md: the data regimes' numbers are the code's
     Statement(
