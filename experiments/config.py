@@ -25,7 +25,15 @@ from experiments.model_kinds import (
     model_kind,
 )
 from experiments.samplers import get_sampler
-from theory.validation import check_bool, check_choice, check_instance, check_int, check_real, check_seed
+from theory.validation import (
+    check_bool,
+    check_choice,
+    check_instance,
+    check_int,
+    check_real,
+    check_sample_count,
+    check_seed,
+)
 
 KEY_KINDS = ("iid", "orthonormal")
 TASKS = ("nearest", "farthest", "biased", "icl")
@@ -42,6 +50,14 @@ LR_INTERVALS = ("step", "epoch")
 staircase that starts at 0 in the first epoch)."""
 EXECUTION_FIELDS = ("device", "checkpoint_every", "capture")
 """Fields that do not change a run's result and are left out of :meth:`TrainConfig.config_hash`."""
+EVALUATION_SAMPLES = 20_000
+"""Held-out samples of a run's evaluation when it ends (``eval_samples``'s default; standard error ~0.002 at the
+errors of Figure 1's runs): `experiments.training.evaluation` scores every model by this recipe. Fewer make a cheaper,
+coarser estimate (a CPU rehearsal of paper-size models); the count is recorded beside the error
+(``population_samples``) and, away from the default, in the config's hash."""
+CURVE_SAMPLES = 4_096
+"""Samples of each point of a run's population curve (the first of the evaluation's samples; fewer when a config's
+``eval_samples`` is smaller: :meth:`TrainConfig.curve_samples`)."""
 LATER_FIELDS = {
     "embed_dim": 0,
     "curriculum_dims": 0,
@@ -57,6 +73,7 @@ LATER_FIELDS = {
     "train_batches": 0,
     "data_seed": None,
     "lr_interval": "step",
+    "eval_samples": EVALUATION_SAMPLES,
 }
 """Fields added after 0.1.0, hashed only when they differ from these defaults (so 0.1.0 result stores still match)."""
 MAX_STEPS = 10**9
@@ -225,6 +242,7 @@ class TrainConfig:
     train_batches: int = 0
     data_seed: int | None = None
     lr_interval: str = "step"
+    eval_samples: int = EVALUATION_SAMPLES
 
     def __post_init__(self) -> None:
         check_choice("task", self.task, TASKS)
@@ -266,6 +284,7 @@ class TrainConfig:
                 raise ValueError(f"{flag} must be true or false, got {getattr(self, flag)!r}")
         check_int("checkpoint_every", self.checkpoint_every, minimum=1)
         check_int("log_every", self.log_every, minimum=1)
+        object.__setattr__(self, "eval_samples", check_sample_count("eval_samples", self.eval_samples))  # 64.0 -> 64
         if self.init is not None and (not isinstance(self.init, str) or not self.init):
             raise ValueError(
                 f"init must be a weight-file path, 'construction:NAME[@LAMBDA]' or None, got {self.init!r}"
@@ -540,6 +559,11 @@ class TrainConfig:
         stored spec without one of them is damaged, not old."""
         later = set(LATER_FIELDS) | set(LATER_EXECUTION_FIELDS)
         return tuple(f.name for f in dataclasses.fields(cls) if f.name not in later)
+
+    def curve_samples(self) -> int:
+        """Held-out samples of each point of the run's population curve: CURVE_SAMPLES, or all ``eval_samples`` when
+        the evaluation is smaller (the curve's samples are always the first of the evaluation's)."""
+        return min(CURVE_SAMPLES, self.eval_samples)
 
     def config_hash(self) -> str:
         """Stable sha256 of the config without the pure execution knobs (EXECUTION_FIELDS)."""

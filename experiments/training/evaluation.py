@@ -4,7 +4,8 @@ The theorems bound the population error (the expected error over the task's dist
 the epoch mean on its batches, which on a fixed set is not (docs/training.md, "Training data"). Every model this
 toolkit scores after training is scored here, by the same recipe and under the same keys:
 
-- **the recipe**: :data:`EVALUATION_SAMPLES` samples of the held-out stream, a CPU generator seeded
+- **the recipe**: the config's ``eval_samples`` (default :data:`EVALUATION_SAMPLES`, 20 000) samples of the held-out
+  stream, a CPU generator seeded
   :data:`POPULATION_SEED` = 2^64 - 12345, above every seed a training stream can have (a data seed <= 2^63 - 1 plus
   its sampler's ``seed_span``, at most 1 000 003: `experiments.samplers`), so no training set shares a sample with
   it; drawn by the task's own CPU sampler (float64, cast to the model's precision), the same distribution for every
@@ -15,11 +16,11 @@ toolkit scores after training is scored here, by the same recipe and under the s
   `theory.bounds.rank_lower_bound` (d, r, H) beside that estimate (:func:`evaluation_of`).
 
 Who calls it: the training loop at the end of every run (:func:`evaluate_model`, into result.json) and along the curve
-(:data:`CURVE_SAMPLES` samples, the first of the same stream; the ``population`` column of metrics.csv); a run
-directory without an evaluation in its result (an import, a run trained before this recipe) through
-:func:`evaluate_trained`, which writes evaluation.json beside result.json; ``attnrank analyze``; ``attnrank train
---eval-only`` (:func:`evaluate_run`: the model a config starts from, or its checkpoint). No training generator is
-touched, so a run's losses do not depend on when it was evaluated.
+(:data:`CURVE_SAMPLES` samples, or all ``eval_samples`` where that is smaller: the first of the same stream; the
+``population`` column of metrics.csv); a run directory without an evaluation in its result (an import, a run trained
+before this recipe) through :func:`evaluate_trained`, which writes evaluation.json beside result.json; ``attnrank
+analyze``; ``attnrank train --eval-only`` (:func:`evaluate_run`: the model a config starts from, or its checkpoint).
+No training generator is touched, so a run's losses do not depend on when it was evaluated.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from typing import Any
 
 import torch
 
+# The recipe's two sample counts live with the config (eval_samples defaults to one); re-exported here.
+from experiments.config import CURVE_SAMPLES as CURVE_SAMPLES
+from experiments.config import EVALUATION_SAMPLES as EVALUATION_SAMPLES
 from experiments.config import TrainConfig
 from experiments.model_kinds import model_kind
 from experiments.tasks import Task, estimate_task_error
@@ -44,10 +48,6 @@ from theory.validation import check_sample_count
 
 POPULATION_SEED = 2**64 - 12_345
 """Seed of the held-out sample stream (module docstring: no training stream can start from it)."""
-EVALUATION_SAMPLES = 20_000
-"""Samples of a model's evaluation (standard error ~0.002 at the errors of Figure 1's runs)."""
-CURVE_SAMPLES = 4_096
-"""Samples of each point of a run's population curve (the first of the evaluation's samples)."""
 EVAL_BATCH = 1_024
 """Samples per forward pass (bounds the evaluation's activation memory, whatever the sample size)."""
 
@@ -97,7 +97,7 @@ def evaluation_of(config: TrainConfig, estimate: MonteCarloEstimate) -> Evaluati
 
 def evaluate_model(config: TrainConfig, task: Task, model: torch.nn.Module) -> dict[str, Any]:
     """The evaluation of a model by the recipe, as the record's keys (:func:`evaluation_of`)."""
-    return evaluation_of(config, population_error(model, task)).fields()
+    return evaluation_of(config, population_error(model, task, config.eval_samples)).fields()
 
 
 def evaluate_trained(out_dir: str | Path, device: str = "cpu") -> dict[str, Any]:
@@ -115,7 +115,7 @@ def evaluate_trained(out_dir: str | Path, device: str = "cpu") -> dict[str, Any]
     if saved is not None:
         return saved.fields()
     config, task, model = load_trained_model(files.root, device)
-    evaluation = evaluation_of(config, population_error(model, task))
+    evaluation = evaluation_of(config, population_error(model, task, config.eval_samples))
     files.write_evaluation(evaluation)
     return evaluation.fields()
 
@@ -130,22 +130,22 @@ def check_evaluation_memory(config: TrainConfig, source: str) -> None:
     )
 
 
-def evaluate_run(config: TrainConfig, out_dir: Path | None, *, samples: int = EVALUATION_SAMPLES) -> dict[str, Any]:
+def evaluate_run(config: TrainConfig, out_dir: Path | None, *, samples: int | None = None) -> dict[str, Any]:
     """The evaluation of the model ``config`` starts from, or of ``out_dir``'s checkpoint if it has one (``attnrank
     train --eval-only``); nothing is written.
 
     Args:
         config: the run (its ``init`` file, or its seed's initialisation, defines the starting model); a config that
             extends the run in ``out_dir`` along its schedule (more ``steps``) names that run's checkpoint too.
-        out_dir: the run directory; a checkpoint of ``config`` there (verified) is evaluated instead, in the run's
-            precision (`training.run_model.run_dtype`). Read only.
-        samples: held-out samples (>= 2; default the recipe's).
+        out_dir: the run directory; a checkpoint of ``config`` there (verified; its ``eval_samples`` may differ) is
+            evaluated instead, in the run's precision (`training.run_model.run_dtype`). Read only.
+        samples: held-out samples (>= 2; default the config's ``eval_samples``).
 
     Returns:
         the population keys, ``theorem2`` where it applies, step (0 for the starting model, else the checkpoint's)
         and source ("init" = the weight file, "seed" = random initialisation, "checkpoint").
     """
-    samples = check_sample_count("samples", samples)
+    samples = config.eval_samples if samples is None else check_sample_count("samples", samples)
     if runs_on_cpu(config):  # a GPU's memory is CUDA's to guard (training.arguments)
         check_evaluation_memory(config, training_memory_source(config))
     device = resolve_device(config.device)
@@ -154,7 +154,7 @@ def evaluate_run(config: TrainConfig, out_dir: Path | None, *, samples: int = EV
     checkpoint = RunDirectory(Path(out_dir)).checkpoint if out_dir is not None else None
     if checkpoint is not None and os.path.lexists(checkpoint):  # a dangling link is a damaged checkpoint
         # the flags of the run's extension name its checkpoint too
-        step = load_checkpoint_state(model, checkpoint, config, extension=True)
+        step = load_checkpoint_state(model, checkpoint, config, extension=True, any_eval_samples=True)
         source = "checkpoint"
     estimate = population_error(model, task, samples, device)
     return {**evaluation_of(config, estimate).fields(), "step": step, "source": source}

@@ -41,7 +41,7 @@ from experiments.config import TrainConfig, TrainResult
 from experiments.json_files import named_write_error
 from experiments.training.arguments import check_pack_arguments, check_train_arguments
 from experiments.training.checkpoints import save_checkpoint
-from experiments.training.evaluation import CURVE_SAMPLES, evaluate_model, population_error
+from experiments.training.evaluation import evaluate_model, population_error
 from experiments.training.packed import TrainedRuns
 from experiments.training.progress import DEFAULT_INTERVAL, Progress
 from experiments.training.provenance import provenance
@@ -80,8 +80,8 @@ class RunFilesHooks(LoopHooks):
                 continue
             population = ""
             if due:
-                model = self.runs.run_model(k)
-                population = repr(population_error(model, training.task, CURVE_SAMPLES, training.device).mean)
+                model, samples = self.runs.run_model(k), self.runs.runs[k].config.curve_samples()
+                population = repr(population_error(model, training.task, samples, training.device).mean)
             elapsed = f"{self.elapsed(training, k):.3f}"
             try:
                 self.writers[k].writerow([training.step, repr(mean), repr(lr_used), elapsed, population])

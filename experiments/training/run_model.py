@@ -74,7 +74,12 @@ def load_trained_model(out_dir: str | Path, device: str = "cpu") -> tuple[TrainC
 
 
 def load_checkpoint_state(
-    model: torch.nn.Module, checkpoint: Path, config: TrainConfig, *, extension: bool = False
+    model: torch.nn.Module,
+    checkpoint: Path,
+    config: TrainConfig,
+    *,
+    extension: bool = False,
+    any_eval_samples: bool = False,
 ) -> int:
     """Load the verified checkpoint of the run ``config`` into ``model``, in the precision its run directory records
     (`run_dtype`): the one checkpoint loading of `load_trained_model` and ``train --eval-only``
@@ -85,6 +90,8 @@ def load_checkpoint_state(
         checkpoint: the run directory's checkpoint.pt (digest and fields verified by `load_checkpoint`).
         config: the run; its config must be the checkpoint's, or with ``extension`` a config that extends the
             checkpoint's run along its schedule (`TrainConfig.extends`: more steps).
+        any_eval_samples: let ``config``'s ``eval_samples`` differ from the checkpoint's (an evaluation of its
+            weights on another number of held-out samples: the count scores the weights, it did not make them).
 
     Returns:
         the checkpoint's step.
@@ -93,6 +100,8 @@ def load_checkpoint_state(
         ValueError naming the checkpoint when it is damaged, belongs to another config, or does not fit the model.
     """
     state = load_checkpoint(checkpoint)  # digest and fields verified
+    if any_eval_samples:
+        config = dataclasses.replace(config, eval_samples=state["config"].eval_samples)
     if not (extension and config.extends(state["config"])):
         check_same_config(state["config"], config, checkpoint)
     model.to(run_dtype(checkpoint.parent))  # float64 for a float64 import (import.json), else float32

@@ -20,7 +20,7 @@ from experiments.config import TrainConfig, TrainResult
 from experiments.samplers import get_sampler
 from experiments.tasks import Task
 from experiments.training.checkpoints import check_resumable, remove_stale_temporaries, restore_checkpoint
-from experiments.training.evaluation import CURVE_SAMPLES, population_error
+from experiments.training.evaluation import population_error
 from experiments.training.run import build_run, resolve_device
 from experiments.training.run_directory import RunDirectory
 from experiments.training.schedule import make_optimizer, optimizer_kind, schedule_factor
@@ -90,11 +90,17 @@ def check_epoch_rows(path: Path, rows: list[list[str]], config: TrainConfig, ste
 
 
 def check_population_row(
-    path: Path, rows: list[list[str]], step: int, model: torch.nn.Module, task: Task, device: torch.device
+    path: Path,
+    rows: list[list[str]],
+    step: int,
+    model: torch.nn.Module,
+    task: Task,
+    device: torch.device,
+    samples: int,
 ) -> None:
     """ValueError naming ``path`` unless the population value of the row at the checkpoint's ``step``, where there is
-    one, is the restored model's population error (`training.evaluation.population_error`, the curve's CURVE_SAMPLES
-    held-out samples) within one standard error of that estimate.
+    one, is the restored model's population error (`training.evaluation.population_error`, on the curve's ``samples``
+    held-out samples: `TrainConfig.curve_samples`) within one standard error of that estimate.
 
     On the CPU the recomputation is the same arithmetic and agrees exactly; the tolerance covers a GPU's or another
     thread count's rounding, and a change smaller than the estimate's own standard error says nothing the curve
@@ -104,7 +110,7 @@ def check_population_row(
     if row is None or not row[4]:
         return
     recorded = float(row[4])
-    estimate = population_error(model, task, CURVE_SAMPLES, device)
+    estimate = population_error(model, task, samples, device)
     if abs(recorded - estimate.mean) > estimate.stderr:
         raise ValueError(
             f"{path}: the row at step {step}: column population is {row[4]}, but the checkpoint's model measures "
@@ -211,7 +217,7 @@ def prepare_run(config: TrainConfig, files: RunDirectory) -> RunState:
         run.best, run.last = float(saved["best"]), float(saved["last_epoch"])
         run.rows = files.metrics_rows(step)
         check_epoch_rows(files.metrics, run.rows, config, step, saved)
-        check_population_row(files.metrics, run.rows, step, run.model, run.task, run.device)
+        check_population_row(files.metrics, run.rows, step, run.model, run.task, run.device, config.curve_samples())
     return run
 
 

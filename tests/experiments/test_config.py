@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from experiments.config import Curriculum, TrainConfig
+from experiments.config import CURVE_SAMPLES, EVALUATION_SAMPLES, Curriculum, TrainConfig
 
 
 def test_config_round_trip_and_hash() -> None:
@@ -54,6 +54,9 @@ def test_paper_defaults() -> None:
         ({"warmup_steps": 2000, "warmup_fraction": 0.0}, "warmup_steps must be < the schedule's length 2000"),
         ({"warmup_steps": -5, "warmup_fraction": 0.0}, "warmup_steps must be"),
         ({"layer_init": "shared"}, "layer_init must be one of"),
+        ({"eval_samples": 1}, "eval_samples must be an integer >= 2, got 1"),
+        ({"eval_samples": 10**12}, "eval_samples must be an integer in \\[2, "),
+        ({"eval_samples": 64.5}, "eval_samples must be an integer"),
         ({"layer_init": "copies", "model": "theory"}, "layer_init must be 'independent' unless model is 'encoder'"),
     ],
 )
@@ -73,7 +76,7 @@ def test_config_hash_of_0_1_0_configs_is_unchanged() -> None:
     config = TrainConfig()
     later = ("embed_dim", "curriculum_dims", "curriculum_points", "curriculum_dims_increment")
     later += ("curriculum_points_increment", "curriculum_interval", "warmup_steps", "schedule_steps", "layer_init")
-    later += ("sampler", "matmul_precision", "capture", "train_batches", "data_seed", "lr_interval")
+    later += ("sampler", "matmul_precision", "capture", "train_batches", "data_seed", "lr_interval", "eval_samples")
     old_fields = {k: v for k, v in config.to_dict().items() if k not in ("device", "checkpoint_every", *later)}
     old_hash = hashlib.sha256(json.dumps(old_fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     assert config.config_hash() == old_hash
@@ -122,7 +125,15 @@ def test_curriculum_fields_at_their_defaults_leave_the_hash_unchanged() -> None:
     config = TrainConfig.from_dict(ICL)
     new_fields = ("curriculum_dims", "curriculum_points", "curriculum_dims_increment")
     new_fields += ("curriculum_points_increment", "curriculum_interval", "warmup_steps", "schedule_steps", "layer_init")
-    new_fields += ("sampler", "matmul_precision", "capture", "train_batches", "data_seed", "lr_interval")
+    new_fields += (
+        "sampler",
+        "matmul_precision",
+        "capture",
+        "train_batches",
+        "data_seed",
+        "lr_interval",
+        "eval_samples",
+    )
     before = {k: v for k, v in config.to_dict().items() if k not in ("device", "checkpoint_every", *new_fields)}
     digest = hashlib.sha256(json.dumps(before, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     assert config.config_hash() == digest
@@ -236,6 +247,19 @@ def test_extends_only_a_shorter_run_of_the_same_named_schedule() -> None:
     assert not dataclasses.replace(longer, schedule_steps=2000).extends(short)  # another schedule
     unnamed = TrainConfig(steps=200)  # schedule_steps 0: the schedule ends at steps, so more steps is another run
     assert not dataclasses.replace(unnamed, steps=600).extends(unnamed)
+
+
+def test_eval_samples_enters_the_hash_only_when_set_and_bounds_the_curve() -> None:
+    """A run scored on fewer held-out samples records another population error, so it is another run; at the default
+    it hashes as before the field existed. The curve's points never use more samples than the evaluation."""
+    config = TrainConfig()
+    assert config.eval_samples == EVALUATION_SAMPLES and config.curve_samples() == CURVE_SAMPLES < EVALUATION_SAMPLES
+    coarse = dataclasses.replace(config, eval_samples=64)
+    assert coarse.config_hash() != config.config_hash() and coarse.curve_samples() == 64
+    assert dataclasses.replace(config, eval_samples=64.0).config_hash() == coarse.config_hash()  # 64.0 is 64
+    assert TrainConfig.from_dict(coarse.to_dict()) == coarse
+    stored = {k: v for k, v in config.to_dict().items() if k != "eval_samples"}  # a spec stored before the field
+    assert TrainConfig.from_dict(stored).config_hash() == config.config_hash()
 
 
 def test_schedule_and_layer_init_fields_enter_the_hash_only_when_set() -> None:

@@ -49,8 +49,12 @@ def test_dry_run_writes_every_store_report_and_figure(tmp_path: Path) -> None:
         assert (keep / f"{preset}-gpu.png").stat().st_size > 1000
         assert not list(keep.glob("results.sqlite-*")) and not (keep / "runs").exists()  # one file, no checkpoints
         with sqlite3.connect(f"file:{keep / 'results.sqlite'}?mode=ro", uri=True) as store:
-            steps = {json.loads(spec)["steps"] for (spec,) in store.execute("SELECT spec FROM runs")}
-        assert steps == {2}
+            rows = [
+                (json.loads(spec), json.loads(metrics))
+                for spec, metrics in store.execute("SELECT spec, metrics FROM runs")
+            ]
+        assert {(spec["steps"], spec["eval_samples"]) for spec, _ in rows} == {(2, 64)}
+        assert all(metrics["population_samples"] == 64 for _, metrics in rows)  # the rehearsal's evaluation size
     assert "no GPU used (DRY_RUN=1)" in (out / "gpu.txt").read_text()
     # The same command again resumes: every run is found finished and nothing trains.
     again = _run(out, work, PRESETS="posn")

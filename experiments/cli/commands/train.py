@@ -28,13 +28,13 @@ from experiments.config_files import read_train_config
 from experiments.model_kinds import ATTENTIONS, LAYER_INITS, MODELS, POSITIONALS, VALUE_MAPS
 from experiments.samplers import SAMPLERS
 from experiments.training.arguments import runs_on_cpu
-from experiments.training.evaluation import EVALUATION_SAMPLES, evaluate_run
+from experiments.training.evaluation import CURVE_SAMPLES, evaluate_run
 from experiments.training.loop import train
 from experiments.training.memory import training_bytes, training_memory_source
 from experiments.training.progress import DEFAULT_INTERVAL
 from experiments.training.run import build_run
 from experiments.training.schedule import INIT_STEP_WARNING, init_step_ratio
-from theory.validation import check_existing_file, check_sample_count
+from theory.validation import check_existing_file
 
 _DEFAULTS = TrainConfig()
 
@@ -228,8 +228,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         parser,
         "--eval-samples",
         type=int,
-        default=EVALUATION_SAMPLES,
-        help="--eval-only: held-out samples (default %(default)s)",
+        default=d.eval_samples,
+        help="held-out samples of the run's evaluation when it ends (and of --eval-only); the curve's points use the "
+        f"first {CURVE_SAMPLES} of them, or all when fewer; recorded with the run (default %(default)s)",
     )
     add(parser, "--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
@@ -307,12 +308,11 @@ def run(args: argparse.Namespace) -> int:
         check_existing_file("--init", config.init)  # a directory, a FIFO or a device named as such, before reading
     if not args.progress_interval > 0:
         raise ValueError(f"--progress-interval must be > 0 seconds, got {args.progress_interval!r}")
-    check_sample_count("--eval-samples", args.eval_samples)
     if args.print_config:
         print_config(config, args.json)
         return 0
     if args.eval_only:
-        evaluation = evaluate_run(config, args.out, samples=args.eval_samples)
+        evaluation = evaluate_run(config, args.out)
         emit({**evaluation, "out": str(args.out)}, as_json=args.json, title=None if args.json else "evaluated")
         return 0
     if config.init is not None:

@@ -208,6 +208,21 @@ def test_population_error_is_recorded_along_the_curve_and_at_the_end(tmp_path: P
     assert abs(float(rows[-1]["population"]) - saved["population_error"]) < 4 * spread
 
 
+def test_a_smaller_evaluation_is_recorded_and_the_curve_uses_all_of_it(tmp_path: Path) -> None:
+    """eval_samples = 50 (< CURVE_SAMPLES): the end's estimate and the curve's last point score the same final model on
+    the same 50 held-out samples, so they agree exactly; the record says 50. The losses are those of the default run
+    (the count scores the model, it does not train it)."""
+    coarse = dataclasses.replace(TINY, eval_samples=50)
+    result = train(coarse, tmp_path / "coarse", progress=False)
+    saved = json.loads((tmp_path / "coarse" / "result.json").read_text())
+    assert saved["population_samples"] == 50 == result.extra["population_samples"]
+    assert float(_rows(tmp_path / "coarse")[-1]["population"]) == saved["population_error"]
+    train(TINY, tmp_path / "default", progress=False)
+    default = json.loads((tmp_path / "default" / "result.json").read_text())
+    assert default["population_samples"] == 20_000 and default["best_loss"] == saved["best_loss"]
+    assert [r["loss"] for r in _rows(tmp_path / "coarse")] == [r["loss"] for r in _rows(tmp_path / "default")]
+
+
 def test_population_evaluations_do_not_touch_training(tmp_path: Path) -> None:
     """The losses are bitwise those of a run evaluated at other steps (the evaluation takes no training randomness)."""
     train(TINY, tmp_path / "a", progress=False)

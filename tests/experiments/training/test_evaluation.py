@@ -56,6 +56,11 @@ def test_eval_only_reads_the_checkpoint_of_the_directory(tmp_path: Path) -> None
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     result = evaluate_run(config, out, samples=500)
     assert result["source"] == "checkpoint" and result["step"] == 10
+    # Another eval_samples names the same weights: the checkpoint is evaluated on that many samples.
+    other = evaluate_run(dataclasses.replace(config, eval_samples=300), out)
+    assert other["source"] == "checkpoint" and other["population_samples"] == 300
+    with pytest.raises(ValueError, match="belongs to a different config"):  # control: a field that made the weights
+        evaluate_run(dataclasses.replace(config, lr=0.02), out)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # read only
 
 
