@@ -5,11 +5,11 @@ the epoch mean on its batches, which on a fixed set is not (docs/training.md, "T
 toolkit scores after training is scored here, by the same recipe and under the same keys:
 
 - **the recipe**: the config's ``eval_samples`` (default :data:`EVALUATION_SAMPLES`, 20 000) samples of the held-out
-  stream, a CPU generator seeded
-  :data:`POPULATION_SEED` = 2^64 - 12345, above every seed a training stream can have (a data seed <= 2^63 - 1 plus
-  its sampler's ``seed_span``, at most 1 000 003: `experiments.samplers`), so no training set shares a sample with
-  it; drawn by the task's own CPU sampler (float64, cast to the model's precision), the same distribution for every
-  training sampler; the model in eval mode, without gradients, put back in its mode after;
+  stream, a CPU generator seeded :data:`POPULATION_SEED` = 2^64 - 12345, above every seed a training stream can have
+  (a data seed <= 2^63 - 1 plus its sampler's ``seed_span``, at most 1 000 003: `experiments.samplers`), so no
+  training set shares a sample with it; drawn by the task's own CPU sampler (float64, cast to the model's
+  precision), the same distribution for every training sampler; the model in eval mode, without gradients, put back
+  in its mode after;
 - **the keys**: the evaluation of the one metric record (`experiments.training.run_record.Evaluation`):
   ``population_error``, ``population_stderr``, ``population_samples``; and for a one-layer model on Theorem 2's own
   task (nearest, N = 2, D_2 keys) the bound record ``theorem2``: the certified bound
