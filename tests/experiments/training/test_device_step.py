@@ -66,6 +66,7 @@ def test_new_fields_at_their_defaults_leave_every_hash_unchanged() -> None:
     later = {"embed_dim": 0, "curriculum_dims": 0, "curriculum_points": 0, "curriculum_dims_increment": 1}
     later |= {"curriculum_points_increment": 2, "curriculum_interval": 2000, "warmup_steps": 0, "schedule_steps": 0}
     later |= {"layer_init": "independent", "train_batches": 0, "data_seed": None, "lr_interval": "step"}
+    later |= {"eval_samples": 20_000}
     before = {k: v for k, v in before.items() if k not in later}
     digest = hashlib.sha256(json.dumps(before, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     assert config.config_hash() == digest
