@@ -109,6 +109,15 @@ def test_a_milestone_fills_the_population_of_a_step_no_run_ended_at(tmp_path: Pa
         r for r in records if r["layers"] == 3 and r["rank"] == 32 and r.get("data_seed") == 1 and r["steps"] == 20000
     )  # the finished 20k run (the store also holds its 100k namesake, still training)
     seed1["population_error"] = seed1["population_stderr"] = None  # as if it had not ended at 20k
+    # ... and as if its 100k namesake had not yet passed 20k (whose milestone would stand in)
+    kept = [
+        m
+        for (key, step), m in read_milestones(store / MILESTONES_NAME).items()
+        if step != 20000
+        or key
+        not in {str(r["hash"]) for r in records if r.get("data_seed") == 1 and r["layers"] == 3 and r["rank"] == 32}
+    ]
+    write_milestones(store / MILESTONES_NAME, kept)
     before, _ = milestone_section(PRESETS["fig1-d64-replay"], records, store, "cpu")
     assert any("1: not evaluated" in line for line in before)
     write_milestones(store / MILESTONES_NAME, [_milestone(hash=str(seed1["hash"]), step=20000, population_error=0.9)])
