@@ -106,6 +106,12 @@ def _fmt(value: float) -> str:
     return "-" if not math.isfinite(value) else f"{value:.3g}"
 
 
+def cell_label(cell: tuple[int, int, int, int]) -> str:
+    """``d=64 L=3 r=32`` for the cell (d, layers, rank, width), with `` c=W`` where the width is not 1."""
+    d, layers, rank, width = cell
+    return f"d={d} L={layers} r={rank}" + (f" c={width}" if width != 1 else "")
+
+
 @dataclasses.dataclass(frozen=True)
 class MilestoneRow:
     """One cell at one fifth S of its schedule: per data seed that reached S, the lowest epoch mean up to S, the last
@@ -119,8 +125,7 @@ class MilestoneRow:
 
     @property
     def label(self) -> str:
-        d, layers, rank, width = self.cell
-        return f"d={d} L={layers} r={rank}" + (f" c={width}" if width != 1 else "")
+        return cell_label(self.cell)
 
     @property
     def statistic(self) -> float:

@@ -14,8 +14,9 @@ import pytest
 from experiments.analysis.milestones import read_milestones
 from experiments.analysis.sweep_directory import MILESTONES_NAME
 from experiments.publish import deep_columns_block
+from experiments.publish.store_blocks import claim_line
 from experiments.reporting.doc_sources import DocSources
-from experiments.reporting.milestone_section import MilestoneRow
+from experiments.reporting.milestone_section import Lineage, MilestoneRow, lineages
 from experiments.studies import PRESETS
 
 REPOSITORY = Path(__file__).resolve().parents[3]
@@ -73,21 +74,57 @@ def test_short_of_the_schedule_it_says_it_is_not_the_answer_and_grades_nothing(s
     assert not any(line.startswith("- Claim (") for line in lines)
 
 
+def _at_the_end(monkeypatch: pytest.MonkeyPatch, still_training: tuple[tuple[int, int, int, int], int] | None) -> None:
+    """Move every milestone row, and every lineage's curve but that of ``still_training`` (cell, data seed), to step
+    100,000 (the schedule's end)."""
+    real_rows, real_lineages = deep_columns_block.milestone_rows, deep_columns_block.lineages
+
+    def rows_at_the_end(records: list[dict[str, object]], out: Path) -> list[MilestoneRow]:
+        return [dataclasses.replace(row, step=100_000) for row in real_rows(records, out)]
+
+    def lineages_at_the_end(records: list[dict[str, object]], out: Path) -> list[Lineage]:
+        return [
+            g if (g.cell, g.data_seed) == still_training else dataclasses.replace(g, curve=[*g.curve, (100_000, 0.5)])
+            for g in real_lineages(records, out)
+        ]
+
+    monkeypatch.setattr(deep_columns_block, "milestone_rows", rows_at_the_end)
+    monkeypatch.setattr(deep_columns_block, "lineages", lineages_at_the_end)
+
+
 def test_at_the_schedules_end_it_says_so_and_gives_the_claims_grade(
     sources: DocSources, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The positive control of the status line: every row moved to step 100,000 (the schedule's end) and the block
-    drops "not the answer yet" for the claim's grade."""
-    real = deep_columns_block.milestone_rows
-
-    def at_the_end(records: list[dict[str, object]], out: Path) -> list[MilestoneRow]:
-        return [dataclasses.replace(row, step=100_000) for row in real(records, out)]
-
-    monkeypatch.setattr(deep_columns_block, "milestone_rows", at_the_end)
+    """The positive control of the status line: every row and every data seed's curve moved to step 100,000 (the
+    schedule's end) and the block drops "not the answer yet" for the claim's grade."""
+    _at_the_end(monkeypatch, still_training=None)
     lines = deep_columns_block.deep_columns(sources, STORE)
     assert "Every cell has reached the full 100,000-step schedule." in lines
     assert lines[-1].startswith("- Claim (")
+    assert sum(line.startswith("- Claim (") for line in lines) == 1
     assert not any(line.startswith("Not the answer yet") for line in lines)
+
+
+def test_a_data_seed_still_training_gets_the_rules_grade_and_an_upper_bound_without_it(
+    sources: DocSources, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every cell at the end on some data seed, data seed 1 of L = 3 r = 32 short of it: the block names that data
+    seed with its curve's last step, gives the claim's grade on every run, then the same rule on the records of every
+    other data seed (selected here by the records' own data_seed field)."""
+    half_rank = (64, 3, 32, 1)
+    _at_the_end(monkeypatch, still_training=(half_rank, 1))
+    lines = deep_columns_block.deep_columns(sources, STORE)
+    preset, scale, records = sources.sweeps(STORE)[0]
+    [seed_one] = [g for g in lineages(records, sources.root / "results" / STORE) if g.data_seed == 1]
+    assert seed_one.cell == half_rank
+    [status] = [line for line in lines if line.startswith("Every cell has reached")]
+    named = f"data seed 1 of d=64 L=3 r=32 (at step {seed_one.curve[-1][0]:,})"
+    assert f"on at least one data seed; still training: {named} (" in status
+    without_seed_one = [r for r in records if r.get("data_seed") != 1]
+    assert len(without_seed_one) < len(records)
+    claims = [line for line in lines if line.startswith("- Claim (")]
+    assert claims == [claim_line(preset, scale, records), claim_line(preset, scale, without_seed_one)]
+    assert lines[-1] == claims[-1]
 
 
 def test_a_store_without_a_curve_is_refused_naming_it(sources: DocSources, monkeypatch: pytest.MonkeyPatch) -> None:
