@@ -102,7 +102,7 @@ def deep_columns(sources: DocSources, store: str) -> list[str]:
         if claim:
             lines.append(claim)
         return lines
-    named = ", ".join(f"data seed {g.data_seed} of {cell_label(g.cell)} (at step {g.curve[-1][0]:,})" for g in training)
+    named = "; ".join(f"data seed {g.data_seed} of {cell_label(g.cell)}, at step {g.curve[-1][0]:,}" for g in training)
     lines.append(
         f"Every cell has reached the full {schedule:,}-step schedule on at least one data seed; still training: "
         f"{named} (the runs go on from checkpoints; `{RESULTS_NAME}/{store}/README.md` says where they stand). The "
