@@ -30,7 +30,7 @@ from experiments.reporting.scaling_report import claim_records
 from experiments.reporting.sweep_report import checked_sweeps
 from experiments.samplers.reference_data import REFERENCE_BATCHES, shared_batches
 from experiments.studies import CLAIMS, PRESETS, SCALING_RULES, judge
-from experiments.studies.fig1 import FIG1_D64_STEPS
+from experiments.studies.fig1 import FIG1_D64_RULES, FIG1_D64_STEPS
 from experiments.sweeps.grading import CELL_FACTOR, matches, scaling_rule_at_budget
 from experiments.sweeps.scaling_verdicts import scaling_verdict
 from experiments.sweeps.store import ResultsStore
@@ -113,14 +113,38 @@ def _replay(**where: Any) -> list[Record]:
     return sorted(found, key=lambda r: r["seed"] if r.get("data_seed") is None else r["data_seed"])
 
 
-def _replay_full(rank: int) -> Record:
-    """The finished three-layer replay run of data seed 0 at rank ``rank`` that trained the whole schedule."""
+def _replay_full(rank: int, layers: int = 3) -> Record:
+    """The finished replay run of data seed 0 at (``layers``, ``rank``) that trained the whole schedule."""
     [found] = [
         r
-        for r in runs("fig1-d64-replay-cpu", d=64, layers=3, rank=rank)
+        for r in runs("fig1-d64-replay-cpu", d=64, layers=layers, rank=rank)
         if r.get("data_seed") is None and int(r["steps"]) == int(r["schedule_steps"])
     ]
     return found
+
+
+def _replay_seed_zero_verdict() -> Any:
+    """fig1-d64's rule on the replay store's runs of data seed 0 alone (the records' own data_seed field)."""
+    verdict = judge("fig1-d64-replay", [r for r in records("fig1-d64-replay-cpu") if r.get("data_seed") is None])
+    assert verdict is not None
+    return verdict
+
+
+def _graded_budget(verdict: Any) -> str:
+    """The budget fig1_d64_depth graded, in thousands of steps, from its own explanation (``at 20000 steps: ...``)."""
+    match = re.match(r"at (\d+) steps:", verdict.explanation)
+    assert match is not None, verdict.explanation
+    return str(int(match.group(1)) // 1000)
+
+
+def _replay_full_ratios() -> list[str]:
+    """The rule's two ratios on the full-schedule runs of data seed 0, from their best losses: L = 1 over L = 3 at
+    r = 32, and r = 32 over r = 64 at L = 3."""
+    one, half, full = (_replay_full(32, 1), _replay_full(32), _replay_full(64))
+    return [
+        f(pessimistic_ratio([one["best_loss"]], [half["best_loss"]]), ".3g"),
+        f(pessimistic_ratio([half["best_loss"]], [full["best_loss"]]), ".3g"),
+    ]
 
 
 def _full_schedule(field: str, spec: str) -> list[str]:
@@ -1336,7 +1360,7 @@ STATEMENTS: tuple[Statement, ...] = (
     Statement(
         "docs/scaling.md",
         "On {} held-out samples, full rank's population error falls from {} at 20k to {} at 100k, while half rank's "
-        "rises from {} to {}, not far below one layer's {} (at 20k); the gap between set and population grows to {} "
+        "rises from {} to {}, not far below one layer's {}; the gap between set and population grows to {} "
         "at r = 32. So Figure 1's deep columns are reproduced here at magnitude, and what they measure is how closely "
         "three layers fit {} sequences",
         lambda: [
@@ -1345,16 +1369,61 @@ STATEMENTS: tuple[Statement, ...] = (
             f(_replay_full(rank=64)["population_error"], ".3f"),
             f(_replay(layers=3, rank=32)[0]["population_error"], ".3f"),
             f(_replay_full(rank=32)["population_error"], ".3f"),
-            f(_replay(layers=1)[0]["population_error"], ".3f"),
+            f(_replay_full(32, 1)["population_error"], ".3f"),
             f(_replay_full(rank=32)["population_error"] - _replay_full(rank=32)["final_loss"], ".3f"),
             single_count({int(r["train_batches"]) * int(r["batch_size"]) for r in _replay(layers=3)}),
         ],
     ),
     Statement(
+        "docs/scaling.md",
+        "L = 1, r = 32 ends the schedule at {} on its set ({}x the paper's 0.70), and its population error stays where "
+        "it was at 20k ({} at 100k, {} at 20k).",
+        lambda: [
+            f(_replay_full(32, 1)["best_loss"], ".3g"),
+            f(_replay_full(32, 1)["best_loss"] / 0.70, ".3g"),
+            f(_replay_full(32, 1)["population_error"], ".3f"),
+            f(_replay(layers=1)[0]["population_error"], ".3f"),
+        ],
+    ),
+    Statement(
+        "docs/scaling.md",
+        "On data seed 0, the claim's rule (fig1-d64's, stated before the runs) grades **{}** at {}k: three layers are "
+        "{}x below one at half rank and full rank {}x below half rank at three layers",
+        lambda: [
+            _replay_seed_zero_verdict().grade.value.upper(),
+            _graded_budget(_replay_seed_zero_verdict()),
+            *_replay_full_ratios(),
+        ],
+    ),
+    Statement(
+        "docs/scaling.md",
+        "Until data seed 1 of r = 32 reaches 100k, the grade of record is the block's first, **{}** at {}k.",
+        lambda: [_replay_verdict().grade.value.upper(), _graded_budget(_replay_verdict())],
+    ),
+    Statement(
+        "docs/scaling.md",
+        "Data seed 1 keeps MAGNITUDE unless its loss on the set ends above the rule's ceiling of {} for L = 3 or below "
+        "{} ({}x full rank's {}); at 20k the two data seeds stood at {} and {}.",
+        lambda: [
+            f(FIG1_D64_RULES[0].ceiling, "g"),
+            f(FIG1_D64_RULES[1].ratio * _replay_full(rank=64)["best_loss"], ".2g"),
+            f(FIG1_D64_RULES[1].ratio, "g"),
+            f(_replay_full(rank=64)["best_loss"], ".3g"),
+            *(f(r["best_loss"], ".3f") for r in _replay(layers=3, rank=32)),
+        ],
+    ),
+    Statement(
         "docs/paper.md",
-        "L = 3, r = 32 at {} (paper 0.05) and full rank at {} (paper 0.003), while their population errors are {} "
-        "and {}.",
-        lambda: [*_full_schedule("best_loss", ".3g"), *_full_schedule("population_error", ".3f")],
+        "L = 1, r = 32 at {} (paper 0.70), L = 3, r = 32 at {} (paper 0.05) and full rank at {} (paper 0.003), while "
+        "their population errors are {}, {} and {}. On data seed 0 the claim's rule grades {} at 100k ({}x and {}x;",
+        lambda: [
+            f(_replay_full(32, 1)["best_loss"], ".3g"),
+            *_full_schedule("best_loss", ".3g"),
+            f(_replay_full(32, 1)["population_error"], ".3f"),
+            *_full_schedule("population_error", ".3f"),
+            _replay_seed_zero_verdict().grade.value.upper(),
+            *_replay_full_ratios(),
+        ],
     ),
     # docs/training.md and docs/paper.md: the data regimes' numbers are the code's
     Statement(
