@@ -80,15 +80,23 @@ def _paper_value(preset: Preset, where: dict[str, Any]) -> float | None:
     return None
 
 
-def _deep_column_markers(preset: Preset) -> list[tuple[str, float]]:
-    """The paper's width-1 numbers at L = 1 and 3, half and full rank, as (label, value) markers for a curve figure."""
+def deep_column_markers(preset: Preset, drawn: Sequence[Record]) -> list[tuple[str, float]]:
+    """The paper's width-1 numbers at L = 1 and 3, half and full rank, as (label, value) markers for a curve figure:
+    those of the cells that ``drawn`` (the figure's runs) has, so that no level stands without its curve."""
+    present = {(int(r["layers"]), _rank_class(r)) for r in drawn if int(r.get("width", 1)) == 1}
     markers = []
     for layers in (1, 3):
         for cls, name in (("half", "r=d/2"), ("full", "full rank")):
             value = _paper_value(preset, {"layers": layers, "rank_class": cls, "width": 1})
-            if value is not None:
+            if value is not None and (layers, cls) in present:
                 markers.append((f"L={layers} {name} {value:g}", value))
     return markers
+
+
+def _rank_class(record: Record) -> str:
+    """The paper's name for the run's rank: "full" (r = d), "half" (r = d/2) or "other"."""
+    d, rank = int(record["d"]), int(record["rank"])
+    return "full" if rank == d else "half" if 2 * rank == d else "other"
 
 
 def projection_section(
@@ -113,6 +121,7 @@ def projection_section(
         "|---|---|---|---|---|---|",
     ]
     drawn: list[DrawnCurve] = []
+    drawn_runs: list[Record] = []
     top_d = max((int(r["d"]) for r in runs), default=0)
     warmup = end = 0
     for r in runs:
@@ -136,12 +145,13 @@ def projection_section(
         )
         if int(r["d"]) == top_d:
             drawn.append(DrawnCurve(_label(r), curve, fit, config.batch_size))
+            drawn_runs.append(r)
     lines.append("")
     for source in sorted(recovered):
         lines += [f"(Curves recovered by re-running the runs, {CURVES_NAME}: {source}.)", ""]
     if not drawn:
         return lines, []
-    paper = _deep_column_markers(preset)
+    paper = deep_column_markers(preset, drawn_runs)
     name = f"{preset.name}-{scale}-curves.png"
     path = plot_prefix_curves(drawn, paper, warmup, end, out / name, f"{preset.name} ({scale}): d = {top_d} curves")
     return [*lines, f"![{preset.name} {scale} curves]({name})", "", f"Figure: [{name}]({name}).", ""], [path]
@@ -216,6 +226,7 @@ def population_section(
         "|---|---|---|---|---|---|---|",
     ]
     drawn: list[TrainingAndPopulation] = []
+    drawn_runs: list[Record] = []
     sweep = SweepDirectory(out)
     for r in runs:
         curve, _, _ = sweep.run_curve(str(r["hash"]))
@@ -239,10 +250,11 @@ def population_section(
             f"{gap} | {along} |"
         )
         drawn.append(TrainingAndPopulation(_label(r), curve, population or []))
+        drawn_runs.append(r)
     lines.append("")
     if not drawn:
         return lines, []
-    paper = _deep_column_markers(preset)
+    paper = deep_column_markers(preset, drawn_runs)
     name = f"{preset.name}-{scale}-population.png"
     title = f"{preset.name} ({scale}): training loss and population error"
     path = plot_training_vs_population(drawn, paper, out / name, title)

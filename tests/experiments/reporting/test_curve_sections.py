@@ -10,7 +10,7 @@ import pytest
 
 from experiments.analysis.run_curves import write_curves_file
 from experiments.analysis.sweep_directory import CURVES_NAME
-from experiments.reporting.curve_sections import depth_ladder_section, projection_section
+from experiments.reporting.curve_sections import deep_column_markers, depth_ladder_section, projection_section
 from experiments.studies import get_preset
 
 
@@ -80,3 +80,19 @@ def test_recovered_curves_are_said_to_be(tmp_path: Path) -> None:
     write_curves_file(tmp_path / CURVES_NAME, {key: _curve(1.0, 0.5, 60)}, {key: "re-run abc123: best_loss x"})
     lines, _ = projection_section(get_preset("fig1-d64"), records, tmp_path, "quick")
     assert "(Curves recovered by re-running the runs, curves.csv: re-run abc123.)" in lines
+
+
+def _run(d: int, layers: int, rank: int) -> dict[str, Any]:
+    return {"d": d, "layers": layers, "rank": rank, "width": 1}
+
+
+def test_the_figures_paper_levels_are_those_of_the_cells_drawn() -> None:
+    """fig1-d64-replay draws L = 1 at half rank and L = 3 at half and full rank: the paper's L = 1 full-rank level
+    (0.015 in its Figure 1) has no curve there and is left out; a drawn L = 1 full-rank run brings it back."""
+    preset = get_preset("fig1-d64-replay")
+    drawn = [_run(64, 1, 32), _run(64, 3, 32), _run(64, 3, 64)]
+    labels = [label for label, _ in deep_column_markers(preset, drawn)]
+    assert labels == ["L=1 r=d/2 0.7", "L=3 r=d/2 0.05", "L=3 full rank 0.003"]
+    with_full = [label for label, _ in deep_column_markers(preset, [*drawn, _run(64, 1, 64)])]
+    assert with_full == ["L=1 r=d/2 0.7", "L=1 full rank 0.015", "L=3 r=d/2 0.05", "L=3 full rank 0.003"]
+    assert deep_column_markers(preset, [_run(64, 3, 16)]) == []
